@@ -1,0 +1,161 @@
+package event
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Event is one lifecycle step.
+type Event struct {
+	// Seq numbers events from 1 in emission order.
+	Seq uint64 `json:"seq"`
+	// At is the offset from the recorder's start on its clock (virtual time
+	// under a fake clock).
+	At time.Duration `json:"-"`
+	// Server names the MCP server the event concerns; "" for runtime-wide
+	// events.
+	Server string `json:"server,omitempty"`
+	// Session names the agent session, when one is involved.
+	Session string `json:"session,omitempty"`
+	Kind    Kind   `json:"kind"`
+	// Attrs carries typed attributes: string, int64, bool or float64 values.
+	// Durations are int64 milliseconds under keys ending in "_ms".
+	Attrs map[string]any `json:"attrs,omitempty"`
+}
+
+// Attr is one attribute of an Event.
+type Attr struct {
+	Key   string
+	Value any
+}
+
+// String returns a string attribute.
+func String(k, v string) Attr { return Attr{k, v} }
+
+// Int returns an integer attribute.
+func Int(k string, v int) Attr { return Attr{k, int64(v)} }
+
+// Int64 returns an integer attribute.
+func Int64(k string, v int64) Attr { return Attr{k, v} }
+
+// Bool returns a boolean attribute.
+func Bool(k string, v bool) Attr { return Attr{k, v} }
+
+// Millis returns a duration attribute in milliseconds; k should end in "_ms".
+func Millis(k string, d time.Duration) Attr { return Attr{k, d.Milliseconds()} }
+
+// Err returns an "error" attribute with err's message, or "" for nil.
+func Err(err error) Attr {
+	if err == nil {
+		return Attr{"error", ""}
+	}
+	return Attr{"error", err.Error()}
+}
+
+// Strings returns a string attribute joining vs with commas.
+func Strings(k string, vs []string) Attr { return Attr{k, strings.Join(vs, ",")} }
+
+// Get returns the attribute k formatted as a string, and whether it exists.
+func (e Event) Get(k string) (string, bool) {
+	v, ok := e.Attrs[k]
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprint(v), true
+}
+
+// MarshalJSON encodes At as "at_ms".
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event
+	return json.Marshal(struct {
+		plain
+		AtMS int64 `json:"at_ms"`
+	}{plain(e), e.At.Milliseconds()})
+}
+
+// UnmarshalJSON decodes "at_ms" into At; numbers in Attrs become int64 when
+// they are whole.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type plain Event
+	var v struct {
+		plain
+		AtMS int64 `json:"at_ms"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*e = Event(v.plain)
+	e.At = time.Duration(v.AtMS) * time.Millisecond
+	for k, a := range e.Attrs {
+		if f, ok := a.(float64); ok && f == float64(int64(f)) {
+			e.Attrs[k] = int64(f)
+		}
+	}
+	return nil
+}
+
+// String formats the event on one line without wall-clock time:
+// "+1.500s server.connected server=a tools=3".
+func (e Event) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "+%s %s", formatOffset(e.At), e.Kind)
+	if e.Server != "" {
+		fmt.Fprintf(&b, " server=%s", e.Server)
+	}
+	if e.Session != "" {
+		fmt.Fprintf(&b, " session=%s", e.Session)
+	}
+	keys := make([]string, 0, len(e.Attrs))
+	for k := range e.Attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := fmt.Sprint(e.Attrs[k])
+		if strings.ContainsAny(v, " \t\n\"") || v == "" {
+			v = fmt.Sprintf("%q", v)
+		}
+		fmt.Fprintf(&b, " %s=%s", k, v)
+	}
+	return b.String()
+}
+
+func formatOffset(d time.Duration) string {
+	return fmt.Sprintf("%d.%03ds", d/time.Second, (d%time.Second)/time.Millisecond)
+}
+
+// WriteJSONL writes events to w, one JSON object per line.
+func WriteJSONL(w io.Writer, events []Event) error {
+	enc := json.NewEncoder(w)
+	for _, e := range events {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LogValue renders the event for log/slog.
+func (e Event) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("kind", string(e.Kind)), slog.Uint64("seq", e.Seq)}
+	if e.Server != "" {
+		attrs = append(attrs, slog.String("server", e.Server))
+	}
+	if e.Session != "" {
+		attrs = append(attrs, slog.String("session", e.Session))
+	}
+	keys := make([]string, 0, len(e.Attrs))
+	for k := range e.Attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		attrs = append(attrs, slog.Any(k, e.Attrs[k]))
+	}
+	return slog.GroupValue(attrs...)
+}

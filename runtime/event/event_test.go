@@ -1,0 +1,99 @@
+package event
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/clock/clocktest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestEmitStampsVirtualTime(t *testing.T) {
+	c := clocktest.New()
+	r := NewRecorder(RecorderOptions{Clock: c})
+	r.Emit("a", ServerConnecting)
+	c.Advance(1500 * time.Millisecond)
+	e := r.Emit("a", ServerConnected, Int("tools", 3))
+	if e.Seq != 2 || e.At != 1500*time.Millisecond {
+		t.Fatalf("event = %+v", e)
+	}
+	if got, want := e.String(), "+1.500s server.connected server=a tools=3"; got != want {
+		t.Fatalf("String = %q, want %q", got, want)
+	}
+}
+
+func TestAwaitChecksHistoryThenWaits(t *testing.T) {
+	r := NewRecorder(RecorderOptions{Clock: clocktest.New()})
+	r.Emit("a", RestartFailed, Int("attempt", 1))
+	ctx := context.Background()
+	e, err := r.Await(ctx, 0, Matcher{Kind: RestartFailed, Attrs: map[string]string{"attempt": "1"}})
+	if err != nil || e.Seq != 1 {
+		t.Fatalf("history: %v %v", e, err)
+	}
+	done := make(chan Event)
+	go func() {
+		e, _ := r.Await(ctx, 1, Matcher{Kind: RestartSucceeded, Server: "a"})
+		done <- e
+	}()
+	r.Emit("b", RestartSucceeded)
+	r.Emit("a", RestartSucceeded)
+	if e := <-done; e.Seq != 3 {
+		t.Fatalf("waited event = %v", e)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := r.Await(cctx, 0, Matcher{Kind: GateClosed}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled await = %v", err)
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	r := NewRecorder(RecorderOptions{Clock: clocktest.New()})
+	r.Emit("a", RestartScheduled, String("reason", "probe-failure"), Millis("delay_ms", time.Second), Bool("x", true))
+	var buf bytes.Buffer
+	if err := WriteJSONL(&buf, r.Events()); err != nil {
+		t.Fatal(err)
+	}
+	var e Event
+	if err := json.Unmarshal(buf.Bytes(), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Attrs["delay_ms"] != int64(1000) || e.Attrs["x"] != true || e.Kind != RestartScheduled {
+		t.Fatalf("round trip = %#v", e)
+	}
+}
+
+func TestSubscribeAndLimit(t *testing.T) {
+	r := NewRecorder(RecorderOptions{Clock: clocktest.New(), Limit: 2})
+	ch, cancel := r.Subscribe(8)
+	for range 3 {
+		r.Emit("", SessionOpened)
+	}
+	if n := len(r.Events()); n != 2 {
+		t.Fatalf("history kept %d events, want 2", n)
+	}
+	cancel()
+	n := 0
+	for range ch {
+		n++
+	}
+	if n != 3 {
+		t.Fatalf("subscriber got %d events", n)
+	}
+}
+
+func TestKindsUnique(t *testing.T) {
+	seen := map[Kind]bool{}
+	for _, k := range Kinds() {
+		if seen[k.Kind] {
+			t.Fatalf("duplicate kind %s", k.Kind)
+		}
+		seen[k.Kind] = true
+	}
+}

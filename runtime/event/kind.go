@@ -1,0 +1,161 @@
+// Package event defines the lifecycle event vocabulary of the runtime and a
+// Recorder that keeps, streams and awaits events.
+//
+// Every lifecycle step emits an Event with a stable dotted Kind. Scenarios and
+// the conformance suite assert on events (and on the fixture's journal), never
+// on log text or wall-clock timings.
+package event
+
+// Kind is the stable dotted name of a lifecycle step.
+type Kind string
+
+// The event vocabulary. docs/TESTING.md lists it; a test fails when the list
+// there and Kinds differ.
+const (
+	// Configuration.
+	ConfigLoaded     Kind = "config.loaded"
+	ConfigError      Kind = "config.error"
+	ConfigWarning    Kind = "config.warning"
+	ConfigShadowed   Kind = "config.shadowed"
+	ConfigUnresolved Kind = "config.unresolved"
+
+	// Server lifecycle.
+	ServerConnecting   Kind = "server.connecting"
+	ServerConnected    Kind = "server.connected"
+	ServerFailed       Kind = "server.failed"
+	ServerDisconnected Kind = "server.disconnected"
+	ServerDisabled     Kind = "server.disabled"
+	ServerBlocked      Kind = "server.blocked"
+
+	// Processes and transports.
+	ProcessStarted  Kind = "process.started"
+	ProcessSignaled Kind = "process.signaled"
+	ProcessExited   Kind = "process.exited"
+	TransportClosed Kind = "transport.closed"
+
+	// Startup gate.
+	GateOpened Kind = "gate.opened"
+	GateClosed Kind = "gate.closed"
+
+	// Tool cache.
+	CacheHit         Kind = "cache.hit"
+	CacheMiss        Kind = "cache.miss"
+	CacheWritten     Kind = "cache.written"
+	CacheInvalidated Kind = "cache.invalidated"
+
+	// Tool registration.
+	ToolsRegistered          Kind = "tools.registered"
+	ToolsUnregistered        Kind = "tools.unregistered"
+	ToolsUnregisterScheduled Kind = "tools.unregister_scheduled"
+	ToolsUnregisterCancelled Kind = "tools.unregister_cancelled"
+	ToolsChanged             Kind = "tools.changed"
+	ToolsRefreshKept         Kind = "tools.refresh_kept"
+	ToolsCollision           Kind = "tools.collision"
+
+	// Tool calls.
+	ToolDeferred        Kind = "tool.deferred"
+	ToolCallStarted     Kind = "tool.call_started"
+	ToolCallFinished    Kind = "tool.call_finished"
+	ToolTimeout         Kind = "tool.timeout"
+	ToolTruncated       Kind = "tool.truncated"
+	ToolInjectionSignal Kind = "tool.injection_signal"
+
+	// Health probe.
+	ProbeStarted         Kind = "probe.started"
+	ProbeFinished        Kind = "probe.finished"
+	ProbePingUnsupported Kind = "probe.ping_unsupported"
+
+	// Restarts.
+	RestartScheduled Kind = "restart.scheduled"
+	RestartAttempt   Kind = "restart.attempt"
+	RestartFailed    Kind = "restart.failed"
+	RestartSucceeded Kind = "restart.succeeded"
+	RestartGaveUp    Kind = "restart.gave_up"
+
+	// Shared pool.
+	PoolAcquired    Kind = "pool.acquired"
+	PoolReleased    Kind = "pool.released"
+	PoolUnavailable Kind = "pool.unavailable"
+	PoolIdleStop    Kind = "pool.idle_stop"
+
+	// Sessions and the runtime.
+	SessionOpened  Kind = "session.opened"
+	SessionClosed  Kind = "session.closed"
+	ReloadStarted  Kind = "reload.started"
+	ReloadFinished Kind = "reload.finished"
+	RuntimeClosed  Kind = "runtime.closed"
+)
+
+// KindInfo documents one Kind.
+type KindInfo struct {
+	Kind    Kind
+	Meaning string
+	Attrs   string // the attributes it carries, comma-separated
+}
+
+// Kinds returns the whole vocabulary in documentation order.
+func Kinds() []KindInfo {
+	return []KindInfo{
+		{ConfigLoaded, "a config source was read", "file, provider, level, servers"},
+		{ConfigError, "a config file or server entry was rejected; the server is skipped", "file, line, column, field, message"},
+		{ConfigWarning, "a config value was ignored or fell back to its default", "file, field, message"},
+		{ConfigShadowed, "a server definition lost to a higher-priority source of the same name", "file, winner"},
+		{ConfigUnresolved, "a header or env value could not be resolved and was dropped", "field, key, message"},
+
+		{ServerConnecting, "a connect attempt began (initialize + tools/list)", "transport, attempt"},
+		{ServerConnected, "the handshake and tool listing succeeded", "transport, tools, protocol"},
+		{ServerFailed, "a connect attempt failed", "transport, error, stderr"},
+		{ServerDisconnected, "the server was disconnected on purpose", "reason"},
+		{ServerDisabled, "the server is disabled in config and is not connected", "file"},
+		{ServerBlocked, "the server is blocked (stdio from untrusted project config)", "reason"},
+
+		{ProcessStarted, "a stdio server process was launched", "pid, command"},
+		{ProcessSignaled, "the runtime signalled a server's process group", "pid, signal"},
+		{ProcessExited, "a stdio server process exited", "pid, code, signal, planned"},
+		{TransportClosed, "a connection ended without the runtime asking", "transport, error"},
+
+		{GateOpened, "a session started waiting on the startup gate", "servers, timeout_ms"},
+		{GateClosed, "the startup gate closed", "ready, failed, deferred, waiting, elapsed_ms"},
+
+		{CacheHit, "cached tool definitions were found for a pending server", "tools"},
+		{CacheMiss, "no usable cache record", "reason"},
+		{CacheWritten, "the tool cache record was rewritten", "tools"},
+		{CacheInvalidated, "the tool cache record was removed (empty tool list)", "reason"},
+
+		{ToolsRegistered, "a server's tools became callable in a session (or were replaced)", "tools, deferred, names"},
+		{ToolsUnregistered, "a server's tools were removed from a session", "tools, reason"},
+		{ToolsUnregisterScheduled, "a connection dropped; the tools stay for the grace window", "grace_ms"},
+		{ToolsUnregisterCancelled, "the server came back inside the grace window", ""},
+		{ToolsChanged, "the server sent notifications/tools/list_changed", ""},
+		{ToolsRefreshKept, "a refresh returned no tools; the old list was kept", "tools"},
+		{ToolsCollision, "two tools map to one exposed name; the winner is deterministic", "name, winner, loser"},
+
+		{ToolDeferred, "a tool from the cache was exposed before its server connected", "tool"},
+		{ToolCallStarted, "a tool call began", "call, tool"},
+		{ToolCallFinished, "a tool call ended", "call, tool, outcome, code"},
+		{ToolTimeout, "a tool call hit its timeout", "call, tool, timeout_ms"},
+		{ToolTruncated, "a tool result was truncated to maxResultChars", "tool, limit, original"},
+		{ToolInjectionSignal, "a tool result contains prompt-injection phrases (advisory)", "tool, signals"},
+
+		{ProbeStarted, "a health probe began after a tool timeout", "method"},
+		{ProbeFinished, "a health probe ended", "healthy, method, error"},
+		{ProbePingUnsupported, "the server answered ping with method-not-found; tools/list is used from now on", ""},
+
+		{RestartScheduled, "a restart was decided", "reason, attempt, delay_ms, policy"},
+		{RestartAttempt, "a restart attempt began", "reason, attempt"},
+		{RestartFailed, "a restart attempt failed", "reason, attempt, error, next_delay_ms"},
+		{RestartSucceeded, "a restart attempt succeeded", "reason, attempt, tools"},
+		{RestartGaveUp, "the restart policy gave up; the server stays failed", "attempts, policy"},
+
+		{PoolAcquired, "a session acquired a server handle", "refs, shared"},
+		{PoolReleased, "a session released a server handle", "refs"},
+		{PoolUnavailable, "an acquire failed fast while the server retries in background", "error"},
+		{PoolIdleStop, "an idle shared server was stopped after its idle timeout", "idle_ms"},
+
+		{SessionOpened, "a session opened", "session"},
+		{SessionClosed, "a session closed", "session"},
+		{ReloadStarted, "a reload began", ""},
+		{ReloadFinished, "a reload finished", "servers"},
+		{RuntimeClosed, "the runtime closed; nothing is left running", ""},
+	}
+}

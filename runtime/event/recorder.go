@@ -1,0 +1,251 @@
+package event
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/clock"
+)
+
+// Recorder keeps the events of one runtime in order, streams them to
+// subscribers and lets callers await an event that matches.
+type Recorder struct {
+	clock  clock.Clock
+	start  time.Time
+	logger *slog.Logger
+	limit  int
+
+	mu      sync.Mutex
+	seq     uint64
+	events  []Event
+	changed chan struct{}
+	subs    map[*subscription]struct{}
+}
+
+// RecorderOptions configures a Recorder.
+type RecorderOptions struct {
+	// Clock stamps events; nil means the real clock.
+	Clock clock.Clock
+	// Logger, when set, receives every event at a level chosen by its kind
+	// (restart failures at ERROR).
+	Logger *slog.Logger
+	// Limit bounds the history kept for Events and Await; 0 keeps everything.
+	Limit int
+}
+
+// NewRecorder returns an empty Recorder.
+func NewRecorder(opts RecorderOptions) *Recorder {
+	c := opts.Clock
+	if c == nil {
+		c = clock.Real{}
+	}
+	return &Recorder{
+		clock:   c,
+		start:   c.Now(),
+		logger:  opts.Logger,
+		limit:   opts.Limit,
+		changed: make(chan struct{}),
+		subs:    make(map[*subscription]struct{}),
+	}
+}
+
+// Emit records an event and returns it.
+func (r *Recorder) Emit(server string, kind Kind, attrs ...Attr) Event {
+	return r.EmitSession("", server, kind, attrs...)
+}
+
+// EmitSession records an event that concerns a session.
+func (r *Recorder) EmitSession(session, server string, kind Kind, attrs ...Attr) Event {
+	e := Event{Server: server, Session: session, Kind: kind}
+	if len(attrs) > 0 {
+		e.Attrs = make(map[string]any, len(attrs))
+		for _, a := range attrs {
+			e.Attrs[a.Key] = a.Value
+		}
+	}
+	r.mu.Lock()
+	r.seq++
+	e.Seq = r.seq
+	e.At = r.clock.Since(r.start)
+	r.events = append(r.events, e)
+	if r.limit > 0 && len(r.events) > r.limit {
+		r.events = append(r.events[:0:0], r.events[len(r.events)-r.limit:]...)
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+	for s := range r.subs {
+		s.push(e)
+	}
+	r.mu.Unlock()
+	if r.logger != nil {
+		r.logger.Log(context.Background(), levelOf(kind), string(kind), "event", e)
+	}
+	return e
+}
+
+func levelOf(k Kind) slog.Level {
+	switch k {
+	case RestartScheduled, RestartFailed, RestartGaveUp, ServerFailed, ConfigError:
+		return slog.LevelError
+	case ConfigWarning, ConfigUnresolved, ToolsCollision, ToolInjectionSignal, TransportClosed, PoolUnavailable, ToolTimeout:
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
+}
+
+// Events returns a copy of the recorded history.
+func (r *Recorder) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+// Last returns the sequence number of the latest event.
+func (r *Recorder) Last() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seq
+}
+
+// Await returns the first recorded event after sequence number after that
+// matches m. It checks the history first, then waits for new events until
+// ctx is done.
+func (r *Recorder) Await(ctx context.Context, after uint64, m Matcher) (Event, error) {
+	for {
+		r.mu.Lock()
+		ch := r.changed
+		for _, e := range r.events {
+			if e.Seq > after && m.Match(e) {
+				r.mu.Unlock()
+				return e, nil
+			}
+		}
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return Event{}, fmt.Errorf("awaiting %s: %w", m, context.Cause(ctx))
+		}
+	}
+}
+
+// Count returns how many recorded events match m.
+func (r *Recorder) Count(m Matcher) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if m.Match(e) {
+			n++
+		}
+	}
+	return n
+}
+
+// Subscribe returns a channel that receives every event emitted from now on,
+// and a cancel function that ends the subscription and closes the channel.
+// A subscriber that falls behind by more than buffer events loses the oldest
+// ones; Dropped on the returned Subscription tells how many.
+func (r *Recorder) Subscribe(buffer int) (<-chan Event, func()) {
+	if buffer < 1 {
+		buffer = 1024
+	}
+	s := &subscription{ch: make(chan Event, buffer)}
+	r.mu.Lock()
+	r.subs[s] = struct{}{}
+	r.mu.Unlock()
+	var once sync.Once
+	return s.ch, func() {
+		once.Do(func() {
+			r.mu.Lock()
+			delete(r.subs, s)
+			close(s.ch)
+			r.mu.Unlock()
+		})
+	}
+}
+
+type subscription struct {
+	ch chan Event
+}
+
+// push delivers e without blocking the emitter, dropping the oldest queued
+// event when the subscriber is full. It runs with the recorder's lock held.
+func (s *subscription) push(e Event) {
+	for {
+		select {
+		case s.ch <- e:
+			return
+		default:
+		}
+		select {
+		case <-s.ch:
+		default:
+		}
+	}
+}
+
+// Matcher selects events.
+type Matcher struct {
+	Kind    Kind
+	Server  string
+	Session string
+	// Attrs must all be present with these values (compared as strings).
+	Attrs map[string]string
+}
+
+// Match reports whether e satisfies m. Empty fields match anything.
+func (m Matcher) Match(e Event) bool {
+	if m.Kind != "" && e.Kind != m.Kind {
+		return false
+	}
+	if m.Server != "" && e.Server != m.Server {
+		return false
+	}
+	if m.Session != "" && e.Session != m.Session {
+		return false
+	}
+	for k, want := range m.Attrs {
+		got, ok := e.Get(k)
+		if !ok || got != want {
+			return false
+		}
+	}
+	return true
+}
+
+// String describes the matcher, e.g. `restart.succeeded server=a reason=probe-failure`.
+func (m Matcher) String() string {
+	var b strings.Builder
+	b.WriteString(string(m.Kind))
+	if m.Kind == "" {
+		b.WriteString("any event")
+	}
+	if m.Server != "" {
+		fmt.Fprintf(&b, " server=%s", m.Server)
+	}
+	if m.Session != "" {
+		fmt.Fprintf(&b, " session=%s", m.Session)
+	}
+	for _, k := range sortedKeys(m.Attrs) {
+		fmt.Fprintf(&b, " %s=%s", k, m.Attrs[k])
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}

@@ -1,0 +1,230 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/clock"
+	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// readyConn returns the live connection, waiting while the first connect is
+// running (a deferred tool's call) and, when RestartWait is set, while a
+// restart attempt runs. It fails fast with the seed's codes otherwise.
+func (s *server) readyConn(ctx context.Context) (*connection, error) {
+	var restartDeadline clock.Timer
+	var restartExpired <-chan time.Time
+	defer func() {
+		if restartDeadline != nil {
+			restartDeadline.Stop()
+		}
+	}()
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		switch {
+		case s.closed:
+			s.mu.Unlock()
+			return nil, &ServerError{Code: CodeUnavailable, Server: s.name, Kind: ErrClosed}
+		case s.conn != nil:
+			c := s.conn
+			s.mu.Unlock()
+			return c, nil
+		case s.state == StateBlocked:
+			err := s.lastErr
+			s.mu.Unlock()
+			return nil, err
+		case s.state == StateDisconnected:
+			s.mu.Unlock()
+			return nil, &ServerError{Code: CodeUnavailable, Server: s.name, Kind: ErrDisconnected}
+		case s.restarting && s.connecting:
+			if s.rt.opts.RestartWait <= 0 {
+				s.mu.Unlock()
+				return nil, restartInProgress(s.name)
+			}
+			if restartDeadline == nil {
+				restartDeadline = s.rt.clock.NewTimer(s.rt.opts.RestartWait)
+				restartExpired = restartDeadline.C()
+			}
+		case s.restarting:
+			// Sleeping between attempts: fail with the last cause.
+			err := s.lastErr
+			s.mu.Unlock()
+			if err == nil {
+				return nil, restartInProgress(s.name)
+			}
+			return nil, restartFailed(s.name, err)
+		case s.connecting:
+			// First connect still running: wait (bounded by ctx).
+		default:
+			err := s.lastErr
+			s.mu.Unlock()
+			return nil, &ServerError{Code: CodeFailed, Server: s.name, Kind: ErrFailed, Cause: err}
+		}
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-restartExpired:
+			return nil, restartInProgress(s.name)
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// callTool runs one tools/call under the server's tool timeout. On timeout it
+// probes; an unhealthy server is restarted and, unless disabled, the call is
+// retried once on the new connection.
+//
+// started is called once the call's watchdog is armed.
+func (s *server) callTool(ctx context.Context, name string, args any, started func()) (*mcp.CallToolResult, error) {
+	res, err, conn := s.callOnce(ctx, name, args, started)
+	if conn == nil {
+		return res, err
+	}
+	if s.probe(ctx, conn) {
+		return nil, err
+	}
+	before := s.triggerRestart("probe-failure", conn)
+	ok, werr := s.awaitAttempt(ctx, before)
+	if werr != nil {
+		return nil, errors.Join(err, werr)
+	}
+	if !ok {
+		s.mu.Lock()
+		last := s.lastErr
+		s.mu.Unlock()
+		if last == nil {
+			last = err
+		}
+		return nil, restartFailed(s.name, last)
+	}
+	if s.rt.opts.NoRetryAfterRestart {
+		return nil, err
+	}
+	res, err, _ = s.callOnce(ctx, name, args, func() {})
+	return res, err
+}
+
+// callOnce makes one attempt. When the call hit its tool timeout it returns
+// the connection it timed out on, so the caller can probe it.
+func (s *server) callOnce(ctx context.Context, name string, args any, started func()) (_ *mcp.CallToolResult, _ error, timedOutOn *connection) {
+	timeout := s.toolTimeout()
+	if d, ok := callTimeout(ctx); ok {
+		timeout = d
+	}
+	var watchdog <-chan time.Time
+	if timeout > 0 {
+		t := s.rt.clock.NewTimer(timeout)
+		defer t.Stop()
+		watchdog = t.C()
+	}
+	started()
+	// Waiting for the connection (a deferred tool) counts against the
+	// timeout too.
+	wctx, cancelWait := context.WithCancelCause(ctx)
+	defer cancelWait(nil)
+	if watchdog != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-watchdog:
+				cancelWait(&clock.TimeoutError{What: "waiting for the connection", After: timeout})
+			case <-stop:
+			}
+		}()
+	}
+	conn, err := s.readyConn(wctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx)), nil
+		}
+		var te *clock.TimeoutError
+		if errors.As(err, &te) {
+			return nil, &ServerError{Code: CodeToolTimeout, Server: s.name, Kind: ErrToolTimeout, Cause: err}, nil
+		}
+		return nil, err, nil
+	}
+	if watchdog != nil && wctx.Err() != nil {
+		return nil, &ServerError{Code: CodeToolTimeout, Server: s.name, Kind: ErrToolTimeout, Cause: context.Cause(wctx)}, nil
+	}
+
+	// The SDK request deadline is padded so the runtime's watchdog decides
+	// first; it runs on the same clock.
+	reqCtx, cancelReq := context.WithCancelCause(ctx)
+	defer cancelReq(nil)
+	stopConn := context.AfterFunc(conn.ctx, func() { cancelReq(context.Cause(conn.ctx)) })
+	defer stopConn()
+	if timeout > 0 {
+		var cancelPad context.CancelFunc
+		reqCtx, cancelPad = clock.WithTimeout(reqCtx, s.rt.clock, time.Duration(float64(timeout)*RequestTimeoutPadding), "request")
+		defer cancelPad()
+	}
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := conn.cs.CallTool(reqCtx, &mcp.CallToolParams{Name: name, Arguments: args})
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		if o.err == nil {
+			return o.res, nil, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx)), nil
+		}
+		if conn.ctx.Err() != nil || isConnectionError(o.err) {
+			return nil, s.connectionLostError(conn, o.err), nil
+		}
+		return nil, o.err, nil
+	case <-wctx.Done():
+		cancelReq(context.Cause(wctx))
+		<-done
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx)), nil
+		}
+		s.emit(event.ToolTimeout, event.String("tool", name), event.Millis("timeout_ms", timeout))
+		err := &ServerError{Code: CodeToolTimeout, Server: s.name, Kind: ErrToolTimeout,
+			Detail: fmt.Sprintf("tool %q timed out after %s", name, timeout)}
+		return nil, err, conn
+	case <-conn.ctx.Done():
+		cancelReq(context.Cause(conn.ctx))
+		<-done
+		return nil, s.connectionLostError(conn, context.Cause(conn.ctx)), nil
+	}
+}
+
+func (s *server) connectionLostError(c *connection, cause error) error {
+	if c.ctx.Err() != nil {
+		cause = context.Cause(c.ctx)
+	}
+	if errors.Is(cause, errPlannedClose) {
+		return &ServerError{Code: CodeRestartInProgress, Server: s.name, Kind: ErrRestartInProgress, Cause: cause}
+	}
+	return &ServerError{Code: CodeConnectionLost, Server: s.name, Kind: ErrConnectionLost, Cause: cause}
+}
+
+func isConnectionError(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) || isEOF(err)
+}
+
+type callTimeoutKey struct{}
+
+// WithCallTimeout returns a context that makes CallTool use d as the tool
+// timeout of calls made with it, instead of the server's.
+func WithCallTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, callTimeoutKey{}, d)
+}
+
+func callTimeout(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Value(callTimeoutKey{}).(time.Duration)
+	return d, ok
+}

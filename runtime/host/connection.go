@@ -1,0 +1,281 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/mcplife/mcplife/runtime/clock"
+	"github.com/mcplife/mcplife/runtime/config"
+	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/proc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// errPlannedClose is the cause of a connection context ended on purpose.
+var errPlannedClose = errors.New("connection closed by the runtime")
+
+// connection is one live MCP session with a server.
+type connection struct {
+	srv  *server
+	gen  int
+	cs   *mcp.ClientSession
+	proc *proc.Process // nil for remote transports
+
+	// ctx ends when the connection ends; calls in flight derive from it so
+	// they fail at once when the server goes away.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	planned bool
+	ended   bool
+	closing chan struct{} // closed by close()
+	done    chan struct{} // closed when watch returns
+	closed  sync.Once
+}
+
+// connect makes one connection to s: resolve, dial, initialize, list tools.
+func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*connection, []*mcp.Tool, error) {
+	select {
+	case rt.connectSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, context.Cause(ctx)
+	}
+	defer func() { <-rt.connectSem }()
+
+	transportName := string(s.cfg.EffectiveType())
+	resolved, diags := rt.resolver.Resolve(ctx, s.cfg)
+	for _, d := range diags {
+		rt.events.Emit(s.name, event.ConfigUnresolved, event.String("field", d.Field), event.String("message", d.Message))
+	}
+	if resolved.Blocked != "" {
+		err := &ServerError{Code: CodeBlocked, Server: s.name, Kind: ErrBlocked, Detail: resolved.Blocked}
+		s.emit(event.ServerBlocked, event.String("reason", resolved.Blocked))
+		return nil, nil, err
+	}
+
+	cctx, cancel := clock.WithTimeout(ctx, rt.clock, s.cfg.ConnectTimeout(), "connect")
+	defer cancel()
+	s.emit(event.ServerConnecting, event.String("transport", transportName), event.Int("attempt", attempt),
+		event.Millis("timeout_ms", max(s.cfg.ConnectTimeout(), 0)))
+
+	var p *proc.Process
+	transport, err := rt.dial(cctx, s, resolved, &p)
+	if err != nil {
+		return nil, nil, rt.connectFailed(s, p, err)
+	}
+	if p != nil {
+		// An immediate exit of the child ends the handshake at once instead
+		// of at the connect timeout.
+		stop := watchExit(p, func(st proc.ExitStatus) {
+			cancel()
+		})
+		defer stop()
+	}
+
+	c := &connection{srv: s, gen: gen, proc: p, closing: make(chan struct{}), done: make(chan struct{})}
+	client := mcp.NewClient(&mcp.Implementation{Name: rt.opts.ClientName, Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.toolsChanged(c) },
+		Logger:                 rt.log,
+	})
+	version := rt.opts.ProtocolVersion
+	if s.cfg.ProtocolVersion != "" {
+		version = s.cfg.ProtocolVersion
+	}
+	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		return nil, nil, rt.connectFailed(s, p, causeOf(cctx, err, p))
+	}
+	c.cs = cs
+	tools, err := listTools(cctx, cs)
+	if err != nil {
+		closeSession(cs)
+		return nil, nil, rt.connectFailed(s, p, causeOf(cctx, err, p))
+	}
+	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
+	rt.goRun(c.watch)
+	protocol := ""
+	if ir := cs.InitializeResult(); ir != nil {
+		protocol = ir.ProtocolVersion
+	}
+	s.emit(event.ServerConnected, event.String("transport", transportName), event.Int("tools", len(tools)), event.String("protocol", protocol))
+	return c, tools, nil
+}
+
+// watchExit calls f when p exits, until stop is called.
+func watchExit(p *proc.Process, f func(proc.ExitStatus)) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-p.Done():
+			f(p.Exit())
+		case <-quit:
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// causeOf prefers the process exit or the clock timeout over the SDK's error.
+func causeOf(ctx context.Context, err error, p *proc.Process) error {
+	if p != nil {
+		select {
+		case <-p.Done():
+			return fmt.Errorf("server process exited during the handshake (%s): %w", p.Exit(), err)
+		default:
+		}
+	}
+	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+		return cause
+	}
+	return err
+}
+
+func (rt *Runtime) connectFailed(s *server, p *proc.Process, err error) error {
+	stderr := ""
+	if p != nil {
+		p.Stop(context.Background(), rt.stopGrace(), nil)
+		stderr = p.StderrTail()
+		s.mu.Lock()
+		s.stderr = stderr
+		s.mu.Unlock()
+		rt.events.Emit(s.name, event.ProcessExited, event.Int("pid", p.PID()), event.String("status", p.Exit().String()), event.Bool("planned", false))
+	}
+	if stderr != "" {
+		err = fmt.Errorf("%w\nstderr:\n%s", err, stderr)
+	}
+	s.emit(event.ServerFailed, event.String("transport", string(s.cfg.EffectiveType())), event.Err(err), event.String("stderr", stderr))
+	return err
+}
+
+func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// closeSession closes cs without waiting on a hung peer forever: calls in
+// flight were cancelled before, so Close returns once the transport is gone.
+func closeSession(cs *mcp.ClientSession) { _ = cs.Close() }
+
+// watch waits for the connection to end and reports an unplanned end.
+func (c *connection) watch() {
+	defer close(c.done)
+	ended := make(chan error, 1)
+	go func() { ended <- c.cs.Wait() }()
+	var cause error
+	var procDone <-chan struct{}
+	if c.proc != nil {
+		procDone = c.proc.Done()
+	}
+	waited := false
+	select {
+	case err := <-ended:
+		waited = true
+		cause = err
+		if cause == nil {
+			cause = errors.New("connection closed by the server")
+		}
+		if c.proc != nil {
+			// Let the exit status name the cause when the process is gone.
+			select {
+			case <-c.proc.Done():
+				cause = fmt.Errorf("server process exited (%s)", c.proc.Exit())
+			default:
+			}
+		}
+	case <-procDone:
+		cause = fmt.Errorf("server process exited (%s)", c.proc.Exit())
+	case <-c.closing:
+		<-ended
+		return
+	}
+	c.mu.Lock()
+	planned := c.planned
+	c.ended = true
+	c.mu.Unlock()
+	c.cancel(fmt.Errorf("%w: %w", ErrConnectionLost, cause))
+	if c.proc != nil {
+		c.srv.rt.events.Emit(c.srv.name, event.ProcessExited, event.Int("pid", c.proc.PID()), event.String("status", procStatus(c.proc)), event.Bool("planned", planned))
+	}
+	if !planned {
+		c.srv.connectionLost(c, cause)
+	}
+	// Reap the session and whatever is left of the process.
+	closeSession(c.cs)
+	if c.proc != nil {
+		c.proc.Stop(c.srv.ctx, c.srv.rt.stopGrace(), nil)
+	}
+	if !waited {
+		<-ended
+	}
+}
+
+func procStatus(p *proc.Process) string {
+	select {
+	case <-p.Done():
+		return p.Exit().String()
+	default:
+		return "running"
+	}
+}
+
+// close ends the connection on purpose: calls in flight are cancelled first,
+// then the session is closed and the process group stopped. It never blocks
+// on a hung server beyond the stop grace (or ctx).
+func (c *connection) close(ctx context.Context, reason string) {
+	c.closed.Do(func() {
+		c.mu.Lock()
+		c.planned = true
+		c.mu.Unlock()
+		c.cancel(fmt.Errorf("%w (%s)", errPlannedClose, reason))
+		close(c.closing)
+		closed := make(chan struct{})
+		go func() { closeSession(c.cs); close(closed) }()
+		if c.proc != nil {
+			srv := c.srv
+			c.proc.Stop(ctx, srv.rt.stopGrace(), func(step string) {
+				if strings.HasPrefix(step, "SIG") {
+					srv.rt.events.Emit(srv.name, event.ProcessSignaled, event.Int("pid", c.proc.PID()), event.String("signal", step))
+				}
+			})
+			srv.rt.events.Emit(srv.name, event.ProcessExited, event.Int("pid", c.proc.PID()), event.String("status", c.proc.Exit().String()), event.Bool("planned", true))
+		}
+		select {
+		case <-closed:
+		case <-ctx.Done():
+		}
+		<-c.done
+	})
+}
+
+// dial makes the transport for one attempt; a stdio process is returned in *p.
+func (rt *Runtime) dial(ctx context.Context, s *server, r *config.Resolved, p **proc.Process) (mcp.Transport, error) {
+	if rt.opts.Dial != nil {
+		return rt.opts.Dial(ctx, s.cfg, r)
+	}
+	switch s.cfg.EffectiveType() {
+	case config.Stdio:
+		pr, err := proc.Start(proc.Spec{Command: s.cfg.Command, Args: s.cfg.Args, Env: r.Env, Dir: s.cfg.Cwd}, rt.clock)
+		if err != nil {
+			return nil, err
+		}
+		*p = pr
+		rt.events.Emit(s.name, event.ProcessStarted, event.Int("pid", pr.PID()), event.String("command", s.cfg.Command))
+		return pr.Transport(), nil
+	case config.HTTP:
+		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers), MaxRetries: -1}, nil
+	case config.SSE:
+		return &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers)}, nil
+	}
+	return nil, fmt.Errorf("server %q: unknown transport %q", s.name, s.cfg.Type)
+}

@@ -1,0 +1,162 @@
+// Package host is the reference MCP lifecycle runtime: a Runtime per process
+// holds one pool of MCP server connections, and a Session per agent session
+// exposes their tools.
+//
+// The runtime discovers server configs, connects them in parallel under a
+// concurrency cap, returns from session start at a bounded startup gate with
+// cached deferred tools for slow servers, and keeps tools alive when servers
+// hang, crash or exit: tool timeouts run a health probe and restart only when
+// it fails, unexpected exits restart at once, and restarts follow a per-server
+// backoff policy with a crash-loop breaker. Every wait runs on the injected
+// clock and every step emits an event.
+package host
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/clock"
+	"github.com/mcplife/mcplife/runtime/config"
+	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/proc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults of Options. Each applies when the option is zero.
+const (
+	DefaultConnectConcurrency  = 8
+	DefaultStartupGate         = 250 * time.Millisecond
+	DefaultProtocolVersion     = "2025-11-25"
+	DefaultToolTimeout         = 5 * time.Minute
+	DefaultProbeTimeout        = 3 * time.Second
+	DefaultUnregisterGrace     = 5 * time.Second
+	DefaultStabilityWindow     = 60 * time.Second
+	DefaultAcquireTimeout      = 60 * time.Second
+	DefaultListChangedDebounce = 100 * time.Millisecond
+	DefaultMaxResultChars      = 50_000
+	// RequestTimeoutPadding is the factor by which the MCP request deadline
+	// exceeds the tool timeout, so the runtime's own watchdog decides first.
+	RequestTimeoutPadding = 1.5
+)
+
+// Dialer makes the transport for one connect attempt. The runtime uses its
+// own dialer (stdio processes, streamable HTTP, SSE) unless Options.Dial is
+// set; tests set it to connect in-memory servers.
+type Dialer func(ctx context.Context, srv *config.Server, resolved *config.Resolved) (mcp.Transport, error)
+
+// Options configures a Runtime. The zero value is usable: it discovers no
+// files unless Discovery names a project or home directory.
+type Options struct {
+	// Clock runs every timer of the runtime; nil means the real clock.
+	Clock clock.Clock
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// Events records lifecycle events; nil makes a new recorder.
+	Events *event.Recorder
+
+	// Discovery says where server configs come from.
+	Discovery config.Options
+	// Trusted marks the workspace trusted: project-level stdio servers may
+	// run and project-level "!cmd" values are honoured.
+	Trusted bool
+	// Credentials supplies OAuth tokens; nil means none.
+	Credentials config.CredentialStore
+	// Shell runs "!cmd" config values; nil means sh -c.
+	Shell func(ctx context.Context, cmd string) (string, error)
+
+	// CacheDir holds the tool cache; "" disables it.
+	CacheDir string
+	// ConnectConcurrency caps concurrent connect attempts (default 8).
+	ConnectConcurrency int
+	// StartupGate bounds how long session start waits for servers (default
+	// 250 ms). A negative value means do not wait at all.
+	StartupGate time.Duration
+	// LateRegistration makes servers that are still pending at the gate and
+	// have no cache register their tools when they arrive, instead of holding
+	// session start until they settle (seed 000's default).
+	LateRegistration bool
+	// ProtocolVersion is the MCP protocol version requested by default
+	// (2025-11-25); a server's protocolVersion overrides it.
+	ProtocolVersion string
+	// ToolTimeout is the default per-call timeout when a server sets none
+	// (5 min).
+	ToolTimeout time.Duration
+	// ProbeTimeout bounds each step of the health probe (3 s).
+	ProbeTimeout time.Duration
+	// UnregisterGrace keeps a dropped server's tools registered this long
+	// (5 s) so a quick reconnect does not make them flap.
+	UnregisterGrace time.Duration
+	// StabilityWindow is how long a server must stay up before its backoff
+	// step returns to zero (60 s): the crash-loop breaker.
+	StabilityWindow time.Duration
+	// AcquireTimeout bounds the first acquire of a cold shared server (60 s).
+	AcquireTimeout time.Duration
+	// IdleTimeout stops a shared server this long after its last session
+	// released it; zero keeps servers running (seed 001).
+	IdleTimeout time.Duration
+	// StopGrace bounds each step of stopping a stdio process.
+	StopGrace proc.Grace
+	// ListChangedDebounce coalesces bursts of tools/list_changed (100 ms).
+	ListChangedDebounce time.Duration
+	// RestartWait lets a call that meets a running restart wait up to this
+	// long for it; zero fails such calls at once with mcp_restart_in_progress.
+	RestartWait time.Duration
+	// NoRetryAfterRestart stops a call whose timeout caused a restart from
+	// being retried once on the new connection.
+	NoRetryAfterRestart bool
+	// MaxResultChars is the default result cap (50,000 characters).
+	MaxResultChars int
+	// EventLimit bounds the event history kept in memory; 0 keeps all.
+	EventLimit int
+	// Dial overrides how transports are made (tests).
+	Dial Dialer
+	// ClientName is the MCP client name sent in initialize ("mcplife").
+	ClientName string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Events == nil {
+		o.Events = event.NewRecorder(event.RecorderOptions{Clock: o.Clock, Logger: o.Logger, Limit: o.EventLimit})
+	}
+	if o.ConnectConcurrency <= 0 {
+		o.ConnectConcurrency = DefaultConnectConcurrency
+	}
+	if o.StartupGate == 0 {
+		o.StartupGate = DefaultStartupGate
+	}
+	if o.ProtocolVersion == "" {
+		o.ProtocolVersion = DefaultProtocolVersion
+	}
+	if o.ToolTimeout == 0 {
+		o.ToolTimeout = DefaultToolTimeout
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = DefaultProbeTimeout
+	}
+	if o.UnregisterGrace == 0 {
+		o.UnregisterGrace = DefaultUnregisterGrace
+	}
+	if o.StabilityWindow <= 0 {
+		o.StabilityWindow = DefaultStabilityWindow
+	}
+	if o.AcquireTimeout <= 0 {
+		o.AcquireTimeout = DefaultAcquireTimeout
+	}
+	if o.ListChangedDebounce <= 0 {
+		o.ListChangedDebounce = DefaultListChangedDebounce
+	}
+	if o.MaxResultChars <= 0 {
+		o.MaxResultChars = DefaultMaxResultChars
+	}
+	if o.ClientName == "" {
+		o.ClientName = "mcplife"
+	}
+	return o
+}

@@ -1,0 +1,91 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mcplife/mcplife/runtime/clock"
+	"github.com/mcplife/mcplife/runtime/config"
+	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// probeRun is one health probe shared by every caller that asks while it
+// runs.
+type probeRun struct {
+	conn    *connection
+	done    chan struct{}
+	healthy bool
+}
+
+// probe checks whether the server behind c still answers: ping with the probe
+// timeout and, when ping fails, tools/list with the probe timeout. Either
+// success means healthy. A server that answers ping with method-not-found is
+// remembered as ping-less and probed with tools/list from then on.
+func (s *server) probe(ctx context.Context, c *connection) bool {
+	s.mu.Lock()
+	if p := s.probing; p != nil && p.conn == c {
+		s.mu.Unlock()
+		select {
+		case <-p.done:
+			return p.healthy
+		case <-ctx.Done():
+			return true // the caller left; no verdict of ours
+		}
+	}
+	p := &probeRun{conn: c, done: make(chan struct{})}
+	s.probing = p
+	pingless := s.pingless || s.cfg.Probe == config.ProbeToolsList
+	s.mu.Unlock()
+
+	p.healthy = s.runProbe(c, pingless)
+
+	s.mu.Lock()
+	s.probing = nil
+	s.mu.Unlock()
+	close(p.done)
+	return p.healthy
+}
+
+func (s *server) runProbe(c *connection, pingless bool) bool {
+	timeout := s.rt.opts.ProbeTimeout
+	if !pingless {
+		ctx, cancel := clock.WithTimeout(c.ctx, s.rt.clock, timeout, "ping")
+		s.emit(event.ProbeStarted, event.String("method", "ping"), event.Millis("timeout_ms", timeout))
+		err := c.cs.Ping(ctx, nil)
+		cause := context.Cause(ctx)
+		cancel()
+		if err == nil {
+			s.emit(event.ProbeFinished, event.Bool("healthy", true), event.String("method", "ping"), event.String("error", ""))
+			return true
+		}
+		if ctx.Err() != nil {
+			err = cause
+		}
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeMethodNotFound {
+			s.mu.Lock()
+			s.pingless = true
+			s.mu.Unlock()
+			s.emit(event.ProbePingUnsupported)
+		}
+		s.emit(event.ProbeFinished, event.Bool("healthy", false), event.String("method", "ping"), event.Err(err))
+	}
+	ctx, cancel := clock.WithTimeout(c.ctx, s.rt.clock, timeout, "tools/list")
+	s.emit(event.ProbeStarted, event.String("method", "tools/list"), event.Millis("timeout_ms", timeout))
+	_, err := c.cs.ListTools(ctx, nil)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w", context.Cause(ctx))
+	}
+	cancel()
+	healthy := err == nil
+	if healthy && !pingless {
+		// Ping failed but the server answers: it drops or rejects ping.
+		s.mu.Lock()
+		s.pingless = true
+		s.mu.Unlock()
+	}
+	s.emit(event.ProbeFinished, event.Bool("healthy", healthy), event.String("method", "tools/list"), event.Err(err))
+	return healthy
+}

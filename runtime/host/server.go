@@ -1,0 +1,431 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/backoff"
+	"github.com/mcplife/mcplife/runtime/bridge"
+	"github.com/mcplife/mcplife/runtime/clock"
+	"github.com/mcplife/mcplife/runtime/config"
+	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// server supervises one configured MCP server: its connection, its restart
+// loop and the tools it publishes to sessions. A shared server lives in the
+// Runtime's pool; a private one belongs to one Session.
+type server struct {
+	rt     *Runtime
+	name   string
+	cfg    *config.Server
+	shared bool
+	policy backoff.Policy
+	ctx    context.Context // ends when the server is closed
+	cancel context.CancelFunc
+
+	mu          sync.Mutex
+	changed     chan struct{} // closed and replaced on every change
+	state       State
+	conn        *connection
+	published   []bridge.Tool
+	deferred    bool
+	lastErr     error
+	lastErrAt   time.Time
+	stderr      string
+	connectedAt time.Time
+	initFailed  bool // the first connect attempt failed
+	initFailAt  time.Time
+	connecting  bool // an attempt is running
+	restarting  bool // the restart loop is running
+	attempts    int  // restart attempts finished (for waiters)
+	attemptOK   bool // outcome of the last finished attempt
+	step        int  // backoff step; zero after StabilityWindow of uptime
+	stable      clock.Timer
+	grace       clock.Timer
+	debounce    clock.Timer
+	idle        clock.Timer
+	pingless    bool
+	probing     *probeRun
+	refs        int
+	listeners   map[*Session]struct{}
+	closed      bool
+	gen         int
+	warnings    []string
+}
+
+func newServer(rt *Runtime, cfg *config.Server) (*server, error) {
+	policy, err := policyFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(rt.ctx)
+	return &server{
+		rt:        rt,
+		name:      cfg.Name,
+		cfg:       cfg,
+		shared:    cfg.Shared,
+		policy:    policy,
+		ctx:       ctx,
+		cancel:    cancel,
+		changed:   make(chan struct{}),
+		state:     StateConnecting,
+		listeners: make(map[*Session]struct{}),
+	}, nil
+}
+
+func policyFor(cfg *config.Server) (backoff.Policy, error) {
+	name := string(cfg.Restart)
+	if name == "" {
+		name = backoff.Relentless
+		if !cfg.Shared {
+			name = backoff.Once
+		}
+	}
+	p, err := backoff.ByName(name, cfg.RestartDelays)
+	if err != nil {
+		return backoff.Policy{}, fmt.Errorf("server %q: field \"restart\": %w", cfg.Name, err)
+	}
+	return p, nil
+}
+
+func (s *server) emit(kind event.Kind, attrs ...event.Attr) {
+	s.rt.events.Emit(s.name, kind, attrs...)
+}
+
+// notifyLocked wakes everything waiting on a change; s.mu must be held.
+func (s *server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+	for sess := range s.listeners {
+		sess.poke()
+	}
+}
+
+func (s *server) setStateLocked(st State) {
+	s.state = st
+	s.notifyLocked()
+}
+
+func (s *server) toolTimeout() time.Duration {
+	switch {
+	case s.cfg.ToolTimeout == config.NoTimeout:
+		return 0
+	case s.cfg.ToolTimeout > 0:
+		return s.cfg.ToolTimeout
+	}
+	return s.rt.opts.ToolTimeout
+}
+
+func (s *server) maxResultChars() int {
+	if s.cfg.MaxResultChars > 0 {
+		return s.cfg.MaxResultChars
+	}
+	return s.rt.opts.MaxResultChars
+}
+
+// start loads cached tools and launches the first connect attempt.
+func (s *server) start() {
+	s.loadCache()
+	s.rt.goRun(func() { s.initialize() })
+}
+
+func (s *server) loadCache() {
+	if s.rt.cache == nil {
+		return
+	}
+	tools, lookup := s.rt.cache.Get(s.name, s.cfg.ConfigHash())
+	if !lookup.Hit {
+		s.emit(event.CacheMiss, event.String("reason", lookup.Reason))
+		return
+	}
+	s.emit(event.CacheHit, event.Int("tools", len(tools)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil && !s.closed {
+		s.publishLocked(tools, true)
+		for _, t := range s.published {
+			s.emit(event.ToolDeferred, event.String("tool", t.Name))
+		}
+	}
+}
+
+// initialize runs the first connect attempt; on failure the restart policy
+// takes over with reason init-failure.
+func (s *server) initialize() {
+	err := s.attempt(s.ctx, 0)
+	if err == nil {
+		return
+	}
+	if errors.Is(err, ErrBlocked) || s.ctx.Err() != nil {
+		return
+	}
+	s.mu.Lock()
+	s.initFailed = true
+	s.initFailAt = s.rt.clock.Now()
+	s.mu.Unlock()
+	s.triggerRestart("init-failure", nil)
+}
+
+// attempt makes one connection and, on success, installs it. attempt is the
+// restart attempt number (0 for the first connect).
+func (s *server) attempt(ctx context.Context, attempt int) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.connecting = true
+	s.gen++
+	gen := s.gen
+	s.notifyLocked()
+	s.mu.Unlock()
+
+	conn, tools, err := s.rt.connect(ctx, s, gen, attempt)
+
+	s.mu.Lock()
+	s.connecting = false
+	if err != nil {
+		s.lastErr = err
+		s.lastErrAt = s.rt.clock.Now()
+		if errors.Is(err, ErrBlocked) {
+			s.setStateLocked(StateBlocked)
+		} else if !s.restarting {
+			s.setStateLocked(StateFailed)
+		} else {
+			s.notifyLocked()
+		}
+		s.mu.Unlock()
+		return err
+	}
+	if s.closed {
+		s.mu.Unlock()
+		conn.close(context.Background(), "closed")
+		return ErrClosed
+	}
+	if conn.ctx.Err() != nil {
+		// The connection died before it could be installed.
+		err := context.Cause(conn.ctx)
+		s.lastErr = err
+		s.lastErrAt = s.rt.clock.Now()
+		s.notifyLocked()
+		s.mu.Unlock()
+		return err
+	}
+	s.conn = conn
+	s.lastErr = nil
+	s.connectedAt = s.rt.clock.Now()
+	s.initFailed = false
+	s.stderr = ""
+	s.setStateLocked(StateConnected)
+	s.cancelGraceLocked()
+	s.publishLocked(tools, false)
+	s.armStableLocked()
+	s.mu.Unlock()
+
+	s.writeCache(tools)
+	return nil
+}
+
+func (s *server) writeCache(tools []*mcp.Tool) {
+	if s.rt.cache == nil {
+		return
+	}
+	invalidated, err := s.rt.cache.Put(s.name, s.cfg.ConfigHash(), tools)
+	switch {
+	case err != nil:
+		s.rt.log.Warn("tool cache write failed", "server", s.name, "error", err)
+	case invalidated:
+		s.emit(event.CacheInvalidated, event.String("reason", "empty tool list"))
+	case len(tools) > 0:
+		s.emit(event.CacheWritten, event.Int("tools", len(tools)))
+	}
+}
+
+// armStableLocked starts the stability window after which the backoff step
+// returns to zero.
+func (s *server) armStableLocked() {
+	if s.stable != nil {
+		s.stable.Stop()
+	}
+	if s.step == 0 {
+		return
+	}
+	gen := s.gen
+	s.stable = s.rt.clock.AfterFunc(s.rt.opts.StabilityWindow, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.gen == gen && s.conn != nil {
+			s.step = 0
+		}
+	})
+}
+
+// publishLocked replaces the tools this server exposes and tells sessions.
+func (s *server) publishLocked(tools []*mcp.Tool, deferred bool) {
+	f := bridge.Filter{Include: s.cfg.IncludeTools, Exclude: s.cfg.ExcludeTools}
+	s.published = bridge.Build(s.name, tools, f, s.cfg.RequiresApproval, s.cfg.Source)
+	s.deferred = deferred
+	names := make([]string, len(s.published))
+	for i, t := range s.published {
+		names[i] = t.Name
+	}
+	s.emit(event.ToolsRegistered, event.Int("tools", len(s.published)), event.Bool("deferred", deferred), event.Strings("names", names))
+	s.notifyListenersLocked()
+}
+
+func (s *server) unpublishLocked(reason string) {
+	if s.published == nil {
+		return
+	}
+	n := len(s.published)
+	s.published = nil
+	s.deferred = false
+	s.emit(event.ToolsUnregistered, event.Int("tools", n), event.String("reason", reason))
+	s.notifyListenersLocked()
+}
+
+func (s *server) notifyListenersLocked() {
+	tools := slices.Clone(s.published)
+	for sess := range s.listeners {
+		sess.serverTools(s.name, tools)
+	}
+}
+
+func (s *server) cancelGraceLocked() {
+	if s.grace != nil {
+		if s.grace.Stop() {
+			s.emit(event.ToolsUnregisterCancelled)
+		}
+		s.grace = nil
+	}
+}
+
+// connectionLost handles a connection that ended without being asked to.
+func (s *server) connectionLost(c *connection, cause error) {
+	s.mu.Lock()
+	if s.conn != c || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.conn = nil
+	s.lastErr = fmt.Errorf("%w: %w", ErrConnectionLost, cause)
+	s.lastErrAt = s.rt.clock.Now()
+	if c.proc != nil {
+		s.stderr = c.proc.StderrTail()
+	}
+	s.emit(event.TransportClosed, event.String("transport", string(s.cfg.EffectiveType())), event.Err(cause))
+	s.startGraceLocked()
+	s.setStateLocked(StateFailed)
+	s.mu.Unlock()
+	s.triggerRestart("transport-exit", nil)
+}
+
+// startGraceLocked keeps the published tools for the unregister grace window.
+func (s *server) startGraceLocked() {
+	if s.published == nil || s.grace != nil {
+		return
+	}
+	g := s.rt.opts.UnregisterGrace
+	if g < 0 {
+		s.unpublishLocked("connection lost")
+		return
+	}
+	var t clock.Timer
+	t = s.rt.clock.AfterFunc(g, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.grace != t || s.conn != nil {
+			return
+		}
+		s.grace = nil
+		s.unpublishLocked("grace window expired")
+	})
+	s.grace = t
+	s.emit(event.ToolsUnregisterScheduled, event.Millis("grace_ms", g))
+}
+
+// wait blocks until cond holds (checked under s.mu) or ctx is done.
+func (s *server) wait(ctx context.Context, cond func() bool) error {
+	for {
+		s.mu.Lock()
+		ok := cond()
+		ch := s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// settled reports whether the first connect has an outcome; s.mu held.
+func (s *server) settledLocked() bool {
+	return s.conn != nil || s.initFailed || s.state == StateBlocked || s.state == StateFailed ||
+		s.state == StateDisconnected || s.closed
+}
+
+// close stops the restart loop and the connection; nothing is left running.
+func (s *server) close(ctx context.Context, reason string) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.cancel()
+	for _, t := range []clock.Timer{s.stable, s.grace, s.debounce, s.idle} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	c := s.conn
+	s.conn = nil
+	s.unpublishLocked(reason)
+	s.setStateLocked(StateDisconnected)
+	s.mu.Unlock()
+	if c != nil {
+		c.close(ctx, reason)
+	}
+}
+
+func (s *server) status() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := ServerStatus{
+		Name:            s.name,
+		State:           s.state,
+		Transport:       s.cfg.EffectiveType(),
+		Tools:           len(s.published),
+		Deferred:        s.deferred,
+		Source:          s.cfg.Source,
+		Shared:          s.shared,
+		Refs:            s.refs,
+		RestartAttempts: s.step,
+		Policy:          s.policy.Name,
+		Warnings:        slices.Clone(s.warnings),
+		Stderr:          s.stderr,
+	}
+	if s.restarting && s.conn == nil {
+		st.State = StateRestarting
+	}
+	if s.lastErr != nil {
+		st.Error = s.lastErr.Error()
+	}
+	if s.conn != nil {
+		st.ConnectedSince = s.connectedAt
+		if s.conn.proc != nil {
+			st.PID = s.conn.proc.PID()
+			st.Stderr = s.conn.proc.StderrTail()
+		}
+	}
+	return st
+}

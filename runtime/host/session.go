@@ -1,0 +1,365 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/bridge"
+	"github.com/mcplife/mcplife/runtime/config"
+	"github.com/mcplife/mcplife/runtime/event"
+)
+
+// Session is one agent session's view of the runtime: the tools of every
+// enabled server, callable by their exposed names.
+type Session struct {
+	rt   *Runtime
+	name string
+
+	mu         sync.Mutex
+	servers    map[string]*server // every server this session uses
+	private    map[string]*server // the ones it owns
+	tools      *bridge.Registry
+	collisions map[string]bool
+	report     StartReport
+	wake       chan struct{} // poked when a server of this session changes
+	calls      int
+	closed     bool
+}
+
+// SessionOptions configures OpenSession.
+type SessionOptions struct {
+	// Name labels the session in events; "" numbers it.
+	Name string
+}
+
+// StartReport says how each server stood when session start returned.
+type StartReport struct {
+	Ready    []string         // connected, live tools
+	Failed   []string         // failed; see Errors
+	Deferred []string         // pending, tools from the cache
+	Late     []string         // pending without cache; tools register on arrival
+	Held     []string         // pending without cache; start waited for them
+	Errors   map[string]error // per-server failures
+	Elapsed  time.Duration    // on the runtime clock
+}
+
+// OpenSession acquires every enabled server and returns at the startup gate:
+// when every server settled or the gate timeout passed, whichever is first.
+// Servers still pending then expose cached tools (deferred), register later,
+// or hold the start, as Options say. One server's failure never fails the
+// session.
+func (rt *Runtime) OpenSession(ctx context.Context, opts SessionOptions) (*Session, error) {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil, ErrClosed
+	}
+	rt.nextSession++
+	name := opts.Name
+	if name == "" {
+		name = "s" + strconv.Itoa(rt.nextSession)
+	}
+	sess := &Session{
+		rt:         rt,
+		name:       name,
+		servers:    make(map[string]*server),
+		private:    make(map[string]*server),
+		tools:      bridge.NewRegistry(),
+		collisions: make(map[string]bool),
+		wake:       make(chan struct{}, 1),
+	}
+	rt.sessions[sess] = struct{}{}
+	rt.mu.Unlock()
+	rt.events.EmitSession(name, "", event.SessionOpened)
+	if err := sess.attach(ctx); err != nil {
+		sess.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return sess, nil
+}
+
+// Name returns the session's name.
+func (sess *Session) Name() string { return sess.name }
+
+// StartReport returns the report of the last session start or reload.
+func (sess *Session) StartReport() StartReport {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.report
+}
+
+// attach acquires the configured servers and waits at the startup gate.
+func (sess *Session) attach(ctx context.Context) error {
+	rt := sess.rt
+	cfg := rt.Config()
+	var entries []*server
+	for _, c := range cfg.Servers {
+		var s *server
+		var err error
+		if c.Shared {
+			s, err = rt.acquire(c, sess)
+		} else {
+			s, err = sess.startPrivate(c)
+		}
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return err
+			}
+			rt.events.Emit(c.Name, event.ConfigError, event.String("file", c.Source.File), event.String("field", "restart"), event.String("message", err.Error()))
+			continue
+		}
+		entries = append(entries, s)
+	}
+	return sess.gate(ctx, entries)
+}
+
+func (sess *Session) startPrivate(c *config.Server) (*server, error) {
+	s, err := newServer(sess.rt, c)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.refs = 1
+	s.mu.Unlock()
+	sess.mu.Lock()
+	sess.private[c.Name] = s
+	sess.mu.Unlock()
+	s.addListener(sess)
+	sess.rt.events.EmitSession(sess.name, c.Name, event.PoolAcquired, event.Int("refs", 1), event.Bool("shared", false))
+	s.start()
+	return s, nil
+}
+
+// addListener subscribes sess to s and hands it s's current tools.
+func (s *server) addListener(sess *Session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listeners[sess] = struct{}{}
+	sess.serverTools(s.name, slices.Clone(s.published))
+}
+
+func (sess *Session) gate(ctx context.Context, entries []*server) error {
+	rt := sess.rt
+	sess.mu.Lock()
+	for _, s := range entries {
+		sess.servers[s.name] = s
+	}
+	sess.mu.Unlock()
+	timeout := rt.opts.StartupGate
+	start := rt.clock.Now()
+	var gateC <-chan time.Time
+	if timeout > 0 {
+		t := rt.clock.NewTimer(timeout)
+		defer t.Stop()
+		gateC = t.C()
+	}
+	sess.emit("", event.GateOpened, event.Int("servers", len(entries)), event.Millis("timeout_ms", max(timeout, 0)))
+	expired := timeout <= 0
+	for {
+		pending := 0
+		holding := 0
+		for _, s := range entries {
+			s.mu.Lock()
+			settled := s.settledLocked()
+			deferred := s.deferred && len(s.published) > 0
+			s.mu.Unlock()
+			if settled {
+				continue
+			}
+			pending++
+			if !deferred && !rt.opts.LateRegistration {
+				holding++
+			}
+		}
+		if pending == 0 || (expired && holding == 0) {
+			break
+		}
+		select {
+		case <-sess.wake:
+		case <-gateC:
+			expired = true
+			gateC = nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	rep := StartReport{Errors: map[string]error{}, Elapsed: rt.clock.Since(start)}
+	for _, s := range entries {
+		s.mu.Lock()
+		switch {
+		case s.conn != nil:
+			rep.Ready = append(rep.Ready, s.name)
+		case s.settledLocked():
+			rep.Failed = append(rep.Failed, s.name)
+			if s.lastErr != nil {
+				rep.Errors[s.name] = s.lastErr
+			} else {
+				rep.Errors[s.name] = fmt.Errorf("server %q is %s", s.name, s.state)
+			}
+		case s.deferred && len(s.published) > 0:
+			rep.Deferred = append(rep.Deferred, s.name)
+		default:
+			rep.Late = append(rep.Late, s.name)
+		}
+		s.mu.Unlock()
+	}
+	sess.mu.Lock()
+	sess.report = rep
+	sess.mu.Unlock()
+	sess.emit("", event.GateClosed, event.Int("ready", len(rep.Ready)), event.Int("failed", len(rep.Failed)),
+		event.Int("deferred", len(rep.Deferred)), event.Int("late", len(rep.Late)), event.Millis("elapsed_ms", rep.Elapsed))
+	return nil
+}
+
+func (sess *Session) emit(server string, kind event.Kind, attrs ...event.Attr) {
+	sess.rt.events.EmitSession(sess.name, server, kind, attrs...)
+}
+
+// poke wakes the gate; it never blocks.
+func (sess *Session) poke() {
+	select {
+	case sess.wake <- struct{}{}:
+	default:
+	}
+}
+
+// serverTools swaps one server's tools in this session atomically. It runs
+// with the server's lock held and must not call back into the server.
+func (sess *Session) serverTools(server string, tools []bridge.Tool) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.closed {
+		return
+	}
+	var collisions []bridge.Collision
+	if len(tools) == 0 {
+		sess.tools.Remove(server)
+	} else {
+		collisions = sess.tools.Replace(server, tools)
+	}
+	for _, c := range collisions {
+		key := c.Name + "\x00" + c.Winner.Server + "\x00" + c.Loser.Server + "\x00" + c.Loser.MCPName
+		if sess.collisions[key] {
+			continue
+		}
+		sess.collisions[key] = true
+		sess.rt.events.EmitSession(sess.name, c.Loser.Server, event.ToolsCollision, event.String("name", c.Name),
+			event.String("winner", c.Winner.Server+"/"+c.Winner.MCPName), event.String("loser", c.Loser.Server+"/"+c.Loser.MCPName))
+	}
+}
+
+// Tools returns the session's callable tools sorted by exposed name.
+func (sess *Session) Tools() []bridge.Tool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.tools.List()
+}
+
+// CallTool calls the tool with the exposed name and returns the result as the
+// agent sees it: text, truncated and wrapped. Server-side tool errors are
+// results with IsError set and a nil error; runtime failures are results
+// starting "MCP error:" together with an error matchable with errors.Is
+// (ErrToolTimeout, ErrRestartFailed, ...). A cancelled ctx gives an error
+// wrapping ErrAborted.
+func (sess *Session) CallTool(ctx context.Context, name string, args any) (bridge.Result, error) {
+	sess.mu.Lock()
+	if sess.closed {
+		sess.mu.Unlock()
+		return bridge.Result{}, ErrClosed
+	}
+	tool, ok := sess.tools.Lookup(name)
+	s := sess.servers[tool.Server]
+	sess.calls++
+	call := sess.name + "-" + strconv.Itoa(sess.calls)
+	sess.mu.Unlock()
+	if !ok || s == nil {
+		return bridge.Result{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	}
+	started := func() {
+		sess.emit(s.name, event.ToolCallStarted, event.String("call", call), event.String("tool", name))
+	}
+	res, err := s.callTool(ctx, tool.MCPName, args, started)
+	opts := bridge.Options{Server: s.name, Tool: name, MCPTool: tool.MCPName, Source: tool.Source, MaxChars: s.maxResultChars()}
+	var r bridge.Result
+	outcome := "ok"
+	switch {
+	case err != nil && errors.Is(err, ErrAborted):
+		r = bridge.MapError(context.Canceled, opts)
+		outcome = "aborted"
+	case err != nil:
+		r = bridge.MapError(err, opts)
+		outcome = "error"
+	default:
+		r = bridge.MapResult(res, opts)
+		if r.IsError {
+			outcome = "tool_error"
+		}
+	}
+	if r.Truncated {
+		sess.emit(s.name, event.ToolTruncated, event.String("tool", name), event.Int("limit", opts.MaxChars), event.Int("original", r.OriginalChars))
+	}
+	if len(r.Signals) > 0 {
+		sess.emit(s.name, event.ToolInjectionSignal, event.String("tool", name), event.Strings("signals", r.Signals))
+	}
+	code := r.Code
+	var se *ServerError
+	if code == "" && errors.As(err, &se) {
+		code = se.Code
+	}
+	sess.emit(s.name, event.ToolCallFinished, event.String("call", call), event.String("tool", name), event.String("outcome", outcome), event.String("code", code))
+	return r, err
+}
+
+func (sess *Session) privateServers() []*server {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	out := make([]*server, 0, len(sess.private))
+	for _, s := range sess.private {
+		out = append(out, s)
+	}
+	return out
+}
+
+// detachAll releases every server of the session and clears its tools.
+func (sess *Session) detachAll(ctx context.Context) {
+	sess.mu.Lock()
+	servers := sess.servers
+	private := sess.private
+	sess.servers = make(map[string]*server)
+	sess.private = make(map[string]*server)
+	sess.tools = bridge.NewRegistry()
+	sess.collisions = make(map[string]bool)
+	sess.mu.Unlock()
+	for name, s := range servers {
+		if _, own := private[name]; own {
+			continue
+		}
+		sess.rt.release(s, sess)
+	}
+	for _, s := range private {
+		s.close(ctx, "session closed")
+	}
+}
+
+// Close releases the session's shared servers and stops its private ones.
+func (sess *Session) Close(ctx context.Context) {
+	sess.mu.Lock()
+	if sess.closed {
+		sess.mu.Unlock()
+		return
+	}
+	sess.mu.Unlock()
+	sess.detachAll(ctx)
+	sess.mu.Lock()
+	sess.closed = true
+	sess.mu.Unlock()
+	sess.rt.mu.Lock()
+	delete(sess.rt.sessions, sess)
+	sess.rt.mu.Unlock()
+	sess.emit("", event.SessionClosed)
+}

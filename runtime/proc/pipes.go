@@ -1,0 +1,175 @@
+package proc
+
+import (
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// drainSlack bounds how many bytes beyond those buffered at exit a reader may
+// still return, against an escaped writer that keeps the pipe busy. It is the
+// largest pipe an unprivileged process can make, so it also covers a read in
+// flight when the child exited.
+const drainSlack = 1 << 20
+
+// drainReader is the parent's read end of a child's output pipe. Once the
+// child has exited (markExited) it returns io.EOF as soon as the pipe is
+// empty, even if an escaped process still holds the write end. It supports
+// one reader at a time.
+type drainReader struct {
+	f *os.File
+
+	mu      sync.Mutex
+	exited  bool // markExited was called
+	expired bool // the pipe was empty at exit; a past read deadline was set
+	left    int  // bytes still allowed after exit
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func (r *drainReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	exited, expired, left := r.exited, r.expired, r.left
+	r.mu.Unlock()
+	if exited {
+		if expired || left <= 0 || pipeBuffered(r.f) <= 0 {
+			return 0, io.EOF
+		}
+		if len(p) > left {
+			p = p[:left]
+		}
+	}
+	n, err := r.f.Read(p)
+	r.mu.Lock()
+	if r.exited {
+		r.left -= n
+		if err != nil {
+			// A read deadline set at exit, a close, or the real EOF: the
+			// stream has ended either way.
+			err = io.EOF
+		}
+	}
+	r.mu.Unlock()
+	return n, err
+}
+
+// markExited is called once the child has exited and its group was killed:
+// what the pipe holds now is what the reader may still read.
+func (r *drainReader) markExited() {
+	n := pipeBuffered(r.f)
+	r.mu.Lock()
+	r.exited = true
+	r.expired = n <= 0
+	r.left = max(n, 0) + drainSlack
+	r.mu.Unlock()
+	if n <= 0 {
+		// Wake a Read blocked on the empty pipe. The deadline is a point in
+		// the past, not a wait.
+		if err := r.f.SetReadDeadline(time.Unix(1, 0)); err != nil {
+			r.Close()
+		}
+	}
+}
+
+func (r *drainReader) Close() error {
+	r.closeOnce.Do(func() { r.closeErr = r.f.Close() })
+	return r.closeErr
+}
+
+// pipeBuffered returns the number of bytes waiting in the pipe (FIONREAD), or
+// 0 if f is closed or the query fails.
+func pipeBuffered(f *os.File) int {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var n int32
+	var errno syscall.Errno
+	err = rc.Control(func(fd uintptr) {
+		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+	})
+	if err != nil || errno != 0 {
+		return 0
+	}
+	return int(n)
+}
+
+// pipeWriter is the parent's write end of the child's stdin; Close is
+// idempotent.
+type pipeWriter struct {
+	f         *os.File
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func (w *pipeWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
+
+func (w *pipeWriter) Close() error {
+	w.closeOnce.Do(func() { w.closeErr = w.f.Close() })
+	return w.closeErr
+}
+
+// tailBuffer keeps the last limit bytes written to it.
+type tailBuffer struct {
+	mu        sync.Mutex
+	limit     int
+	buf       []byte
+	truncated bool
+}
+
+func (b *tailBuffer) Write(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(p) >= b.limit {
+		b.truncated = b.truncated || len(b.buf) > 0 || len(p) > b.limit
+		b.buf = append(b.buf[:0], p[len(p)-b.limit:]...)
+		return
+	}
+	if drop := len(b.buf) + len(p) - b.limit; drop > 0 {
+		b.truncated = true
+		b.buf = b.buf[:copy(b.buf, b.buf[drop:])]
+	}
+	b.buf = append(b.buf, p...)
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	s := b.buf
+	if b.truncated {
+		// Do not start in the middle of a UTF-8 sequence.
+		for i := 0; i < utf8.UTFMax-1 && len(s) > 0 && !utf8.RuneStart(s[0]); i++ {
+			s = s[1:]
+		}
+	}
+	out := string(s)
+	b.mu.Unlock()
+	return strings.TrimSpace(out)
+}
+
+// waitNoReap blocks until the process pid has exited, leaving it unreaped
+// (waitid with WEXITED|WNOWAIT).
+func waitNoReap(pid int) error {
+	const pPID = 1      // P_PID
+	var info [16]uint64 // siginfo_t is 128 bytes
+	for {
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid),
+			uintptr(unsafe.Pointer(&info)), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
+		switch errno {
+		case 0:
+			return nil
+		case syscall.EINTR:
+			continue
+		default:
+			return errno
+		}
+	}
+}

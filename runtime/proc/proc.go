@@ -1,0 +1,520 @@
+// Package proc owns the child process of a stdio MCP server.
+//
+// go-sdk's CommandTransport signals only the direct child, waits on real time
+// and its Close can block. This package starts the child itself, in its own
+// process group, and hands go-sdk an [mcp.IOTransport] over the pipes. Every
+// wait that is runtime policy (the grace periods of [Process.Stop]) runs on
+// the injected [clock.Clock], so tests drive it with a fake clock.
+//
+// # Exit detection
+//
+// A goroutine blocks in waitid(WEXITED|WNOWAIT) until the direct child has
+// exited, without reaping it. While the child is an unreaped zombie its pid
+// (which is also the process group id) cannot be reused, so the group can be
+// killed safely: the goroutine sends SIGKILL to the whole group (grandchildren
+// left behind by wrappers such as `npm exec` -> node, field failure 1), then
+// reaps the child with cmd.Wait and closes Done. After that no signal is ever
+// sent to the group id again.
+//
+// # Draining stdout and stderr after exit
+//
+// stdout and stderr are os.Pipe pipes whose write ends are passed to the child
+// directly (no copying goroutine in os/exec) and closed in the parent right
+// after Start, so EOF arrives as soon as every process holding a write end has
+// gone. A grandchild that escaped the group (setsid) can hold a write end open
+// forever, which would leave go-sdk's connection, and the calls in flight on it,
+// hanging (field failures 3 and 10). Instead of a timed drain, the exit
+// goroutine asks the kernel how many bytes the pipe holds (FIONREAD) once the
+// group has been killed:
+//
+//   - if the pipe is empty, a read deadline in the past wakes any blocked
+//     Read, and every Read from then on returns io.EOF;
+//   - otherwise Reads continue while the pipe still holds data, and return
+//     io.EOF the first time it is empty (or after a safety cap of the bytes
+//     buffered at exit plus 1 MiB, against a chatty escaped writer).
+//
+// Everything the child wrote before it exited is still readable, EOF arrives
+// without waiting on any clock, and nothing depends on the escaped process.
+// The same reader type serves stderr; Done is closed only after the stderr
+// tail has been drained, so [Process.StderrTail] is complete once Done is.
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultStderrLimit is the number of stderr bytes kept when Spec.StderrLimit
+// is zero.
+const DefaultStderrLimit = 8 << 10
+
+// Spec describes the command to run.
+type Spec struct {
+	// Command is the program to run. A name without a slash is looked up in
+	// the PATH of Env when Env sets one, otherwise in this process's PATH;
+	// relative PATH entries are ignored.
+	Command string
+	// Args are the arguments after the command name.
+	Args []string
+	// Env is the child's full environment, already filtered by the caller.
+	// A nil Env inherits this process's environment (as os/exec does).
+	Env []string
+	// Dir is the working directory; "" means this process's.
+	Dir string
+	// StderrLimit is how many bytes of the stderr tail are kept; zero or
+	// less means DefaultStderrLimit.
+	StderrLimit int
+	// MaxLineLength is passed to mcp.IOTransport (0 = SDK default, negative
+	// = no cap).
+	MaxLineLength int
+}
+
+// Stop steps, as reported to a StopObserver.
+const (
+	StepStdinClosed = "stdin-closed"
+	StepTerm        = "SIGTERM"
+	StepKill        = "SIGKILL"
+)
+
+// StopObserver is told about each step Stop takes, when it takes it.
+type StopObserver func(step string)
+
+// Grace bounds each wait of Stop. A zero field takes its value from
+// DefaultGrace; a negative one means no wait at that step.
+type Grace struct {
+	// Stdin is how long to wait for the child to exit after stdin closed.
+	Stdin time.Duration
+	// Term is how long to wait after SIGTERM to the process group.
+	Term time.Duration
+	// Kill is how long to wait for the reap after SIGKILL before Stop gives
+	// up and reports an error status.
+	Kill time.Duration
+}
+
+// DefaultGrace holds the waits used for zero fields of a Grace.
+var DefaultGrace = Grace{Stdin: 2 * time.Second, Term: 2 * time.Second, Kill: 2 * time.Second}
+
+func (g Grace) withDefaults() Grace {
+	pick := func(d, def time.Duration) time.Duration {
+		switch {
+		case d == 0:
+			return def
+		case d < 0:
+			return 0
+		}
+		return d
+	}
+	return Grace{
+		Stdin: pick(g.Stdin, DefaultGrace.Stdin),
+		Term:  pick(g.Term, DefaultGrace.Term),
+		Kill:  pick(g.Kill, DefaultGrace.Kill),
+	}
+}
+
+// ErrRunning is the Err of the status returned by Exit before Done.
+var ErrRunning = errors.New("proc: process still running")
+
+// ExitStatus is how the direct child ended.
+type ExitStatus struct {
+	// Code is the exit code, or -1 if the child was killed by a signal or
+	// its status is unknown.
+	Code int
+	// Signal names the signal that killed the child ("SIGKILL"), or "".
+	Signal string
+	// Err is set when the status could not be determined (for example Stop
+	// gave up waiting after SIGKILL).
+	Err error
+}
+
+// String returns e.g. "exit status 5" or "killed by SIGKILL".
+func (s ExitStatus) String() string {
+	switch {
+	case s.Signal != "":
+		return "killed by " + s.Signal
+	case s.Err != nil:
+		return s.Err.Error()
+	}
+	return "exit status " + strconv.Itoa(s.Code)
+}
+
+// Process is a running (or finished) child process.
+type Process struct {
+	name    string
+	pid     int
+	cmd     *exec.Cmd
+	clock   clock.Clock
+	maxLine int
+
+	stdin  *pipeWriter
+	stdout *drainReader
+	stderr *drainReader
+	tail   *tailBuffer
+
+	done chan struct{}
+	exit ExitStatus // written before done is closed
+
+	mu        sync.Mutex
+	reaped    bool // the child is (about to be) reaped: never signal pid or -pid again
+	claimed   bool // Transport was called: the transport owns the stdout reader
+	stdinStep bool // the Stop steps already taken, each at most once
+	termStep  bool
+	killStep  bool
+}
+
+// Start starts spec's command in its own process group. The clock (nil means
+// clock.Real) times Stop's grace periods.
+func Start(spec Spec, c clock.Clock) (*Process, error) {
+	if c == nil {
+		c = clock.Real{}
+	}
+	if spec.Command == "" {
+		return nil, errors.New("proc: start: empty command")
+	}
+	path, err := lookPath(spec.Command, spec.Env)
+	if err != nil {
+		return nil, fmt.Errorf("proc: start %q: %w", spec.Command, err)
+	}
+
+	var files []*os.File // every pipe end, for cleanup on failure
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("proc: start %q: %w", spec.Command, err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("proc: start %q: %w", spec.Command, err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("proc: start %q: %w", spec.Command, err)
+	}
+
+	cmd := &exec.Cmd{
+		Path: path,
+		Args: append([]string{spec.Command}, spec.Args...),
+		Env:  spec.Env,
+		Dir:  spec.Dir,
+		// *os.File values are handed to the child as they are: os/exec
+		// starts no copying goroutines.
+		Stdin:       inR,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("proc: start %q: %w", spec.Command, err)
+	}
+	// The child has its copies; the parent keeps only its own ends, so that
+	// EOF arrives when the child's side is gone.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+
+	limit := spec.StderrLimit
+	if limit <= 0 {
+		limit = DefaultStderrLimit
+	}
+	p := &Process{
+		name:    spec.Command,
+		pid:     cmd.Process.Pid,
+		cmd:     cmd,
+		clock:   c,
+		maxLine: spec.MaxLineLength,
+		stdin:   &pipeWriter{f: inW},
+		stdout:  &drainReader{f: outR},
+		stderr:  &drainReader{f: errR},
+		tail:    &tailBuffer{limit: limit},
+		done:    make(chan struct{}),
+	}
+	stderrDone := make(chan struct{})
+	go p.copyStderr(stderrDone)
+	go p.waitExit(stderrDone)
+	return p, nil
+}
+
+// PID returns the direct child's process id, which is also its process group
+// id.
+func (p *Process) PID() int { return p.pid }
+
+// Transport returns a transport over the child's stdout (reader) and stdin
+// (writer). Closing the connection made from it closes stdin, so the child
+// sees EOF, and the stdout reader. Connect it once.
+func (p *Process) Transport() *mcp.IOTransport {
+	p.mu.Lock()
+	p.claimed = true
+	p.mu.Unlock()
+	return &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: p.maxLine}
+}
+
+// Done is closed once the direct child has exited, its process group has
+// been killed, it has been reaped and its stderr drained.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exit returns how the child ended. Before Done it returns a status with
+// Code -1 and Err ErrRunning.
+func (p *Process) Exit() ExitStatus {
+	select {
+	case <-p.done:
+		return p.exit
+	default:
+		return ExitStatus{Code: -1, Err: ErrRunning}
+	}
+}
+
+// StderrTail returns the last bytes the child wrote to stderr, trimmed of
+// surrounding white space. It is safe to call at any time.
+func (p *Process) StderrTail() string { return p.tail.String() }
+
+// Stop ends the process: it closes stdin and waits up to g.Stdin for the
+// child to exit, then sends SIGTERM to the process group and waits up to
+// g.Term, then sends SIGKILL to the group and waits up to g.Kill for the
+// reap. The waits run on the Process's clock. When ctx is done, Stop skips
+// straight to SIGKILL. observe (may be nil) is told about each step as it is
+// taken.
+//
+// Stop is idempotent and safe for concurrent use: each step is taken, and
+// observed, at most once across all calls; every call returns when the child
+// has been reaped or its own waits ran out. After a natural exit Stop returns
+// at once. If the child is still not reaped g.Kill after SIGKILL, Stop returns
+// a status with Code -1 and an Err rather than blocking; Done closes later.
+func (p *Process) Stop(ctx context.Context, g Grace, observe StopObserver) ExitStatus {
+	g = g.withDefaults()
+	if observe == nil {
+		observe = func(string) {}
+	}
+	if p.isDone() {
+		return p.finish()
+	}
+
+	first := p.takeStep(&p.stdinStep)
+	p.stdin.Close()
+	if first {
+		observe(StepStdinClosed)
+	}
+	if p.await(ctx, g.Stdin) {
+		return p.finish()
+	}
+	if ctx.Err() == nil {
+		if p.signalStep(&p.termStep, syscall.SIGTERM) {
+			observe(StepTerm)
+		}
+		if p.await(ctx, g.Term) {
+			return p.finish()
+		}
+	}
+	if p.signalStep(&p.killStep, syscall.SIGKILL) {
+		observe(StepKill)
+	}
+	if p.await(context.Background(), g.Kill) {
+		return p.finish()
+	}
+	return ExitStatus{Code: -1, Err: fmt.Errorf("proc: %s (pid %d) not reaped %v after SIGKILL", p.name, p.pid, g.Kill)}
+}
+
+func (p *Process) isDone() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// await waits up to d on the clock for the child to be reaped, or until ctx
+// is done. It reports whether the child has been reaped.
+func (p *Process) await(ctx context.Context, d time.Duration) bool {
+	if d > 0 && ctx.Err() == nil {
+		t := p.clock.NewTimer(d)
+		select {
+		case <-p.done:
+		case <-t.C():
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	return p.isDone()
+}
+
+// finish releases the pipes Stop is responsible for once the child is gone.
+func (p *Process) finish() ExitStatus {
+	p.stdin.Close()
+	p.mu.Lock()
+	claimed := p.claimed
+	p.mu.Unlock()
+	if !claimed {
+		p.stdout.Close()
+	}
+	return p.exit
+}
+
+// takeStep marks a Stop step as taken and reports whether this call took it.
+func (p *Process) takeStep(flag *bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if *flag {
+		return false
+	}
+	*flag = true
+	return true
+}
+
+// signalStep sends sig to the process group (and the child itself) unless
+// the step was already taken or the child is being reaped. It reports
+// whether it sent the signal.
+func (p *Process) signalStep(flag *bool, sig syscall.Signal) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if *flag || p.reaped {
+		return false
+	}
+	*flag = true
+	_ = syscall.Kill(-p.pid, sig)
+	_ = syscall.Kill(p.pid, sig) // in case the child left its group
+	return true
+}
+
+// killGroup sends SIGKILL to whatever remains of the process group and marks
+// the child as reaped, so that the group id is never signalled again.
+func (p *Process) killGroup() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.reaped {
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		p.reaped = true
+	}
+}
+
+// waitExit runs until the child is reaped; see the package documentation.
+func (p *Process) waitExit(stderrDone <-chan struct{}) {
+	// waitid with WNOWAIT leaves the child a zombie, so that its pid, and
+	// with it the group id, stays ours while the group is killed.
+	exitedUnreaped := waitNoReap(p.pid) == nil
+	if exitedUnreaped {
+		p.killGroup()
+	}
+	err := p.cmd.Wait()
+	if !exitedUnreaped {
+		// waitid failed (it should not on Linux): kill the orphans now,
+		// accepting the tiny window in which the group id could be reused.
+		p.killGroup()
+	}
+	p.stdout.markExited()
+	p.stderr.markExited()
+	<-stderrDone
+	p.exit = statusOf(p.cmd.ProcessState, err)
+	close(p.done)
+}
+
+func statusOf(ps *os.ProcessState, err error) ExitStatus {
+	if ps == nil {
+		if err == nil {
+			err = errors.New("proc: no process state")
+		}
+		return ExitStatus{Code: -1, Err: err}
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ExitStatus{Code: -1, Signal: signalName(ws.Signal())}
+	}
+	var st ExitStatus
+	st.Code = ps.ExitCode()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		st.Err = err
+	}
+	return st
+}
+
+func (p *Process) copyStderr(done chan<- struct{}) {
+	defer close(done)
+	defer p.stderr.Close()
+	buf := make([]byte, 4096)
+	for {
+		n, err := p.stderr.Read(buf)
+		p.tail.Write(buf[:n])
+		if err != nil {
+			return
+		}
+	}
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP:  "SIGHUP",
+	syscall.SIGINT:  "SIGINT",
+	syscall.SIGQUIT: "SIGQUIT",
+	syscall.SIGILL:  "SIGILL",
+	syscall.SIGTRAP: "SIGTRAP",
+	syscall.SIGABRT: "SIGABRT",
+	syscall.SIGBUS:  "SIGBUS",
+	syscall.SIGFPE:  "SIGFPE",
+	syscall.SIGKILL: "SIGKILL",
+	syscall.SIGUSR1: "SIGUSR1",
+	syscall.SIGSEGV: "SIGSEGV",
+	syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGPIPE: "SIGPIPE",
+	syscall.SIGALRM: "SIGALRM",
+	syscall.SIGTERM: "SIGTERM",
+	syscall.SIGXCPU: "SIGXCPU",
+	syscall.SIGXFSZ: "SIGXFSZ",
+	syscall.SIGSYS:  "SIGSYS",
+}
+
+func signalName(s syscall.Signal) string {
+	if n, ok := signalNames[s]; ok {
+		return n
+	}
+	return "signal " + strconv.Itoa(int(s))
+}
+
+// lookPath finds name in the PATH of env, or of this process when env sets
+// none. Names with a slash are returned as they are.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	pathList, ok := "", false
+	for _, kv := range env {
+		if v, found := strings.CutPrefix(kv, "PATH="); found {
+			pathList, ok = v, true // the last one wins, as in os/exec
+		}
+	}
+	if !ok {
+		pathList = os.Getenv("PATH")
+	}
+	for _, dir := range filepath.SplitList(pathList) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		cand := filepath.Join(dir, name)
+		if fi, err := os.Stat(cand); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return cand, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}

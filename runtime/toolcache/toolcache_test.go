@@ -1,0 +1,454 @@
+package toolcache
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplife/mcplife/runtime/clock/clocktest"
+)
+
+func sampleTools() []*mcp.Tool {
+	return []*mcp.Tool{
+		{
+			Name:        "search",
+			Description: "Search issues",
+			InputSchema: map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}},
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		},
+		{Name: "create", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	}
+}
+
+// roundTrip is what a client sees for tools: their JSON decoded again.
+func roundTrip(t *testing.T, tools []*mcp.Tool) []*mcp.Tool {
+	t.Helper()
+	b, err := json.Marshal(tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*mcp.Tool
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func newCache(t *testing.T) (*Cache, *clocktest.Fake) {
+	t.Helper()
+	clk := clocktest.New()
+	return New(filepath.Join(t.TempDir(), "nested", "cache"), clk), clk
+}
+
+func TestHitAndAbsent(t *testing.T) {
+	c, clk := newCache(t)
+	if tools, l := c.Get("github", "h1"); tools != nil || l.Hit || l.Reason != ReasonAbsent {
+		t.Fatalf("empty cache: %v %+v", tools, l)
+	}
+	inv, err := c.Put("github", "h1", sampleTools())
+	if err != nil || inv {
+		t.Fatalf("Put = %v, %v", inv, err)
+	}
+	tools, l := c.Get("github", "h1")
+	if !l.Hit || l.Reason != "" || !l.SavedAt.Equal(clk.Now()) {
+		t.Fatalf("Lookup = %+v", l)
+	}
+	if want := roundTrip(t, sampleTools()); !reflect.DeepEqual(tools, want) {
+		t.Errorf("tools = %#v, want %#v", tools, want)
+	}
+	if _, l := c.Get("gitlab", "h1"); l.Reason != ReasonAbsent {
+		t.Errorf("other server: %+v", l)
+	}
+
+	// The record has the documented shape.
+	data, err := os.ReadFile(c.Path("github"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["version"] != float64(1) || rec["configHash"] != "h1" || rec["savedAt"] != "2026-01-01T00:00:00Z" || rec["server"] != "github" {
+		t.Errorf("record = %v", rec)
+	}
+	if ts, ok := rec["tools"].([]any); !ok || len(ts) != 2 {
+		t.Errorf("record tools = %v", rec["tools"])
+	}
+}
+
+func TestMisses(t *testing.T) {
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, c *Cache, clk *clocktest.Fake)
+		hash    string
+		hit     bool
+		reason  string
+	}{
+		{
+			name:    "fresh hit",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) { put(t, c, "h") },
+			hash:    "h", hit: true,
+		},
+		{
+			name: "just under TTL is a hit",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				put(t, c, "h")
+				clk.Advance(30*24*time.Hour - time.Second)
+			},
+			hash: "h", hit: true,
+		},
+		{
+			name: "expired after 30 days",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				put(t, c, "h")
+				clk.Advance(30*24*time.Hour + time.Second)
+			},
+			hash: "h", reason: ReasonExpired,
+		},
+		{
+			name: "custom TTL",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				c.TTL = time.Hour
+				put(t, c, "h")
+				clk.Advance(61 * time.Minute)
+			},
+			hash: "h", reason: ReasonExpired,
+		},
+		{
+			name: "record from far future",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				writeRecord(t, c, map[string]any{"savedAt": "2099-01-01T00:00:00Z"})
+			},
+			hash: "h", reason: ReasonExpired,
+		},
+		{
+			name:    "config hash changed",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) { put(t, c, "old") },
+			hash:    "new", reason: ReasonConfigChanged,
+		},
+		{
+			name:    "version mismatch",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) { writeRecord(t, c, map[string]any{"version": 2}) },
+			hash:    "h", reason: ReasonVersion,
+		},
+		{
+			name: "other version with other shape is still a version miss",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				writeRecord(t, c, map[string]any{"version": 0, "tools": map[string]any{"x": 1}})
+			},
+			hash: "h", reason: ReasonVersion,
+		},
+		{
+			name:    "garbage",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) { writeRaw(t, c, "not json at all") },
+			hash:    "h", reason: "corrupt: ",
+		},
+		{
+			name: "partial file",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				put(t, c, "h")
+				data, _ := os.ReadFile(c.Path("srv"))
+				writeRaw(t, c, string(data[:len(data)/2]))
+			},
+			hash: "h", reason: "corrupt: ",
+		},
+		{
+			name:    "null",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) { writeRaw(t, c, "null") },
+			hash:    "h", reason: "corrupt: ",
+		},
+		{
+			name:    "empty file",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) { writeRaw(t, c, "") },
+			hash:    "h", reason: "corrupt: ",
+		},
+		{
+			name:    "no version",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) { writeRaw(t, c, `{"configHash":"h"}`) },
+			hash:    "h", reason: "corrupt: ",
+		},
+		{
+			name: "bad savedAt",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				writeRecord(t, c, map[string]any{"savedAt": "yesterday"})
+			},
+			hash: "h", reason: "corrupt: ",
+		},
+		{
+			name:    "empty tools",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) { writeRecord(t, c, map[string]any{"tools": []any{}}) },
+			hash:    "h", reason: "corrupt: ",
+		},
+		{
+			name: "nil tool",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				writeRecord(t, c, map[string]any{"tools": []any{nil}})
+			},
+			hash: "h", reason: "corrupt: ",
+		},
+		{
+			name:    "tools wrong type",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) { writeRecord(t, c, map[string]any{"tools": "x"}) },
+			hash:    "h", reason: "corrupt: ",
+		},
+		{
+			name: "record of another server",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				writeRecord(t, c, map[string]any{"server": "other"})
+			},
+			hash: "h", reason: "corrupt: ",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, clk := newCache(t)
+			tc.prepare(t, c, clk)
+			tools, l := c.Get("srv", tc.hash)
+			if l.Hit != tc.hit {
+				t.Fatalf("Hit = %v (%q), want %v", l.Hit, l.Reason, tc.hit)
+			}
+			if tc.hit {
+				if len(tools) != 2 || l.Reason != "" {
+					t.Errorf("hit: %v %+v", tools, l)
+				}
+				return
+			}
+			if tools != nil {
+				t.Errorf("miss returned tools %v", tools)
+			}
+			if strings.HasSuffix(tc.reason, ": ") {
+				if !strings.HasPrefix(l.Reason, tc.reason) || !l.Corrupt() {
+					t.Errorf("Reason = %q, want prefix %q", l.Reason, tc.reason)
+				}
+				if !strings.Contains(l.Reason, c.Path("srv")) {
+					t.Errorf("Reason %q does not name the file", l.Reason)
+				}
+				return
+			}
+			if l.Reason != tc.reason || l.Corrupt() {
+				t.Errorf("Reason = %q, want %q", l.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+func put(t *testing.T, c *Cache, hash string) {
+	t.Helper()
+	if _, err := c.Put("srv", hash, sampleTools()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeRecord writes a valid record for "srv" with hash "h", overridden by
+// fields.
+func writeRecord(t *testing.T, c *Cache, fields map[string]any) {
+	t.Helper()
+	rec := map[string]any{
+		"version":    1,
+		"server":     "srv",
+		"configHash": "h",
+		"tools":      sampleTools(),
+		"savedAt":    "2026-01-01T00:00:00Z",
+	}
+	for k, v := range fields {
+		rec[k] = v
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeRaw(t, c, string(b))
+}
+
+func writeRaw(t *testing.T, c *Cache, s string) {
+	t.Helper()
+	if err := os.MkdirAll(c.Dir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.Path("srv"), []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEmptyListInvalidates(t *testing.T) {
+	for _, empty := range [][]*mcp.Tool{nil, {}, {nil, nil}} {
+		c, _ := newCache(t)
+		// Nothing to invalidate: no record, no directory needed.
+		if inv, err := c.Put("srv", "h", empty); inv || err != nil {
+			t.Fatalf("Put(empty) on empty cache = %v, %v", inv, err)
+		}
+		if _, err := os.Stat(c.Path("srv")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("empty list stored: %v", err)
+		}
+		put(t, c, "h")
+		if inv, err := c.Put("srv", "h", empty); !inv || err != nil {
+			t.Fatalf("Put(empty) = %v, %v; want invalidated", inv, err)
+		}
+		if _, l := c.Get("srv", "h"); l.Reason != ReasonAbsent {
+			t.Errorf("after invalidation: %+v", l)
+		}
+	}
+}
+
+func TestPutDropsNilTools(t *testing.T) {
+	c, _ := newCache(t)
+	if _, err := c.Put("srv", "h", []*mcp.Tool{nil, {Name: "a"}, nil}); err != nil {
+		t.Fatal(err)
+	}
+	tools, l := c.Get("srv", "h")
+	if !l.Hit || len(tools) != 1 || tools[0].Name != "a" {
+		t.Errorf("got %v %+v", tools, l)
+	}
+}
+
+func TestInvalidate(t *testing.T) {
+	c, _ := newCache(t)
+	if err := c.Invalidate("srv"); err != nil {
+		t.Errorf("Invalidate(absent) = %v", err)
+	}
+	put(t, c, "h")
+	if err := c.Invalidate("srv"); err != nil {
+		t.Fatal(err)
+	}
+	if _, l := c.Get("srv", "h"); l.Reason != ReasonAbsent {
+		t.Errorf("after Invalidate: %+v", l)
+	}
+}
+
+func TestPathSafety(t *testing.T) {
+	c := New("/cache", nil)
+	names := []string{"github", "GitHub", "git.hub", "git_hub", "", "..", "../../etc/passwd", "a/b", `a\b`, "日本", strings.Repeat("x", 300), "-"}
+	seen := map[string]string{}
+	for _, n := range names {
+		p := c.Path(n)
+		if filepath.Dir(p) != "/cache" {
+			t.Errorf("Path(%q) = %q escapes the directory", n, p)
+		}
+		base := filepath.Base(p)
+		if strings.HasPrefix(base, ".") || len(base) > 100 || !strings.HasSuffix(base, ".json") {
+			t.Errorf("Path(%q) = %q: bad file name", n, p)
+		}
+		if strings.ContainsAny(base, `/\ `) {
+			t.Errorf("Path(%q) = %q has separators", n, p)
+		}
+		if other, dup := seen[strings.ToLower(base)]; dup {
+			t.Errorf("%q and %q share file %q (case-insensitively)", n, other, base)
+		}
+		seen[strings.ToLower(base)] = n
+		if again := c.Path(n); again != p {
+			t.Errorf("Path(%q) unstable", n)
+		}
+	}
+	if got := filepath.Base(c.Path("github")); !strings.HasPrefix(got, "github-") {
+		t.Errorf("file name not readable: %q", got)
+	}
+}
+
+func TestConcurrentPut(t *testing.T) {
+	c, _ := newCache(t)
+	const writers = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*4)
+	for i := range writers {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for j := range 4 {
+				tools := []*mcp.Tool{{Name: fmt.Sprintf("w%d_%d", i, j), Description: strings.Repeat("d", 1000*i)}}
+				if _, err := c.Put("srv", "h", tools); err != nil {
+					errs <- err
+				}
+			}
+		}()
+		go func() {
+			// Readers never see a partial record: every read is a hit or absent.
+			defer wg.Done()
+			for range 4 {
+				if _, l := c.Get("srv", "h"); !l.Hit && l.Reason != ReasonAbsent {
+					errs <- fmt.Errorf("reader saw %q", l.Reason)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	tools, l := c.Get("srv", "h")
+	if !l.Hit || len(tools) != 1 || !strings.HasPrefix(tools[0].Name, "w") {
+		t.Fatalf("final record: %v %+v", tools, l)
+	}
+	// No temp files left behind.
+	entries, err := os.ReadDir(c.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != filepath.Base(c.Path("srv")) {
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name())
+		}
+		t.Errorf("directory holds %v", got)
+	}
+}
+
+func TestPutErrorNamesFile(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := New(filepath.Join(blocker, "cache"), clocktest.New())
+	_, err := c.Put("srv", "h", sampleTools())
+	if err == nil {
+		t.Fatal("Put under a regular file succeeded")
+	}
+	if !strings.Contains(err.Error(), c.Path("srv")) {
+		t.Errorf("error %q does not name the file", err)
+	}
+	if errors.Unwrap(err) == nil {
+		t.Errorf("error %v does not wrap its cause", err)
+	}
+	// A Get there is an absent or corrupt miss, never a panic.
+	if _, l := c.Get("srv", "h"); l.Hit {
+		t.Errorf("Get = %+v", l)
+	}
+}
+
+func TestConfigHash(t *testing.T) {
+	a, err := ConfigHash(map[string]any{"command": "npx", "args": []any{"x", 1}, "env": map[string]any{"B": "2", "A": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type cfg struct {
+		Args    []any             `json:"args"`
+		Env     map[string]string `json:"env"`
+		Command string            `json:"command"`
+	}
+	b, err := ConfigHash(cfg{Command: "npx", Args: []any{"x", 1}, Env: map[string]string{"A": "1", "B": "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b || len(a) != 64 {
+		t.Errorf("hashes differ or malformed: %s %s", a, b)
+	}
+	c, _ := ConfigHash(map[string]any{"command": "npx", "args": []any{"x", 2}})
+	if c == a {
+		t.Errorf("different configs hash equal")
+	}
+	if _, err := ConfigHash(make(chan int)); err == nil {
+		t.Errorf("unmarshalable config hashed")
+	}
+}
