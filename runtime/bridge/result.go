@@ -60,7 +60,7 @@ type Result struct {
 
 // Coder is implemented by runtime errors that carry a stable error code.
 type Coder interface {
-	Code() string
+	ErrorCode() string
 }
 
 // MapResult turns a tools/call result into the text for the agent:
@@ -118,7 +118,7 @@ func MapError(err error, o Options) Result {
 	var code string
 	var c Coder
 	if errors.As(err, &c) {
-		code = c.Code()
+		code = c.ErrorCode()
 		if code != "" && !strings.Contains(msg, code) {
 			msg = code + ": " + msg
 		}

@@ -101,7 +101,8 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	if ir := cs.InitializeResult(); ir != nil {
 		protocol = ir.ProtocolVersion
 	}
-	s.emit(event.ServerConnected, event.String("transport", transportName), event.Int("tools", len(tools)), event.String("protocol", protocol))
+	s.emit(event.ServerConnected, event.String("transport", transportName), event.Int("attempt", attempt),
+		event.Int("tools", len(tools)), event.String("protocol", protocol))
 	return c, tools, nil
 }
 

@@ -19,9 +19,11 @@ import (
 // attempt runs a fresh go-sdk server over in-memory transports.
 type memServer struct {
 	mu       sync.Mutex
-	failNext int                // connect attempts to refuse
-	block    chan struct{}      // while non-nil, every request waits on it
-	tools    func(*mcp.Server)  // adds tools
+	failNext int               // connect attempts to refuse
+	block    chan struct{}     // while non-nil, every request waits on it
+	initWait chan struct{}     // while non-nil, initialize waits on it
+	srv      *mcp.Server       // the latest server
+	tools    func(*mcp.Server) // adds tools
 	launches atomic.Int32
 	sessions []*mcp.ServerSession
 	conns    []mcp.Connection
@@ -58,8 +60,11 @@ func (m *memServer) dial(ctx context.Context) (mcp.Transport, error) {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			m.mu.Lock()
 			b := m.block
+			if method == "initialize" {
+				b = m.initWait
+			}
 			m.mu.Unlock()
-			if b != nil && method != "initialize" && method != "notifications/initialized" {
+			if b != nil && method != "notifications/initialized" {
 				select {
 				case <-b:
 				case <-ctx.Done():
@@ -79,6 +84,7 @@ func (m *memServer) dial(ctx context.Context) (mcp.Transport, error) {
 	}
 	m.mu.Lock()
 	m.sessions = append(m.sessions, ss)
+	m.srv = srv
 	m.mu.Unlock()
 	return killable{ct, m}, nil
 }

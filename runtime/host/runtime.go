@@ -223,7 +223,7 @@ func (rt *Runtime) Acquire(ctx context.Context, name string) (release func(), er
 	}
 	release = func() { rt.release(s, holder) }
 	s.mu.Lock()
-	if s.conn == nil && s.initFailed {
+	if s.conn == nil && s.initFailed && s.acquireWaitOver {
 		ago := s.sinceInitFailureLocked()
 		s.mu.Unlock()
 		err := &ServerError{Code: CodeUnavailable, Server: name, Kind: ErrUnavailable,
@@ -237,6 +237,8 @@ func (rt *Runtime) Acquire(ctx context.Context, name string) (release func(), er
 		release()
 		s.mu.Lock()
 		last := s.lastErr
+		// From now on acquires fail at once while the loop retries.
+		s.acquireWaitOver = true
 		s.mu.Unlock()
 		uerr := &ServerError{Code: CodeUnavailable, Server: name, Kind: ErrUnavailable, Cause: errors.Join(err, last)}
 		rt.events.Emit(name, event.PoolUnavailable, event.Err(uerr))

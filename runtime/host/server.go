@@ -40,22 +40,25 @@ type server struct {
 	connectedAt time.Time
 	initFailed  bool // the first connect attempt failed
 	initFailAt  time.Time
-	connecting  bool // an attempt is running
-	restarting  bool // the restart loop is running
-	attempts    int  // restart attempts finished (for waiters)
-	attemptOK   bool // outcome of the last finished attempt
-	step        int  // backoff step; zero after StabilityWindow of uptime
-	stable      clock.Timer
-	grace       clock.Timer
-	debounce    clock.Timer
-	idle        clock.Timer
-	pingless    bool
-	probing     *probeRun
-	refs        int
-	listeners   map[*Session]struct{}
-	closed      bool
-	gen         int
-	warnings    []string
+	// acquireWaitOver is set when a first acquire gave up waiting; later
+	// acquires fail at once while the server is down.
+	acquireWaitOver bool
+	connecting      bool // an attempt is running
+	restarting      bool // the restart loop is running
+	attempts        int  // restart attempts finished (for waiters)
+	attemptOK       bool // outcome of the last finished attempt
+	step            int  // backoff step; zero after StabilityWindow of uptime
+	stable          clock.Timer
+	grace           clock.Timer
+	debounce        clock.Timer
+	idle            clock.Timer
+	pingless        bool
+	probing         *probeRun
+	refs            int
+	listeners       map[*Session]struct{}
+	closed          bool
+	gen             int
+	warnings        []string
 }
 
 func newServer(rt *Runtime, cfg *config.Server) (*server, error) {
@@ -220,6 +223,7 @@ func (s *server) attempt(ctx context.Context, attempt int) error {
 	s.lastErr = nil
 	s.connectedAt = s.rt.clock.Now()
 	s.initFailed = false
+	s.acquireWaitOver = false
 	s.stderr = ""
 	s.setStateLocked(StateConnected)
 	s.cancelGraceLocked()
@@ -269,6 +273,9 @@ func (s *server) armStableLocked() {
 func (s *server) publishLocked(tools []*mcp.Tool, deferred bool) {
 	f := bridge.Filter{Include: s.cfg.IncludeTools, Exclude: s.cfg.ExcludeTools}
 	s.published = bridge.Build(s.name, tools, f, s.cfg.RequiresApproval, s.cfg.Source)
+	for i := range s.published {
+		s.published[i].Deferred = deferred
+	}
 	s.deferred = deferred
 	names := make([]string, len(s.published))
 	for i, t := range s.published {
