@@ -38,7 +38,7 @@ type Options struct {
 
 // File is a config file given explicitly by the embedding host.
 type File struct {
-	Path     string
+	Path     string // relative paths are relative to the working directory
 	Level    Level  // LevelProject or LevelUser
 	Provider string // "" means "mcplife"
 }
@@ -67,21 +67,14 @@ type Result struct {
 	Diagnostics []Diagnostic
 }
 
-// Discover loads every source, in this order (first definition of a name wins):
-//
-//  1. Options.Inline (level inline)
-//  2. Options.Files, in the order given
-//  3. <project>/.mcplife/mcp.json            project  mcplife
-//  4. ~/.mcplife/mcp.json                    user     mcplife
-//  5. <project>/.mcp.json                    project  claude
-//  6. ~/.claude.json                         user     claude  (projects["<abs project>"].mcpServers, then mcpServers)
-//  7. <project>/.cursor/mcp.json             project  cursor
-//  8. ~/.cursor/mcp.json                     user     cursor
-//  9. <project>/.vscode/mcp.json             project  vscode
-//  10. <project>/mcp.json                    project  mcp.json
+// Discover loads every source in the priority order given in the package
+// documentation (inline, Options.Files, then .mcplife, Claude, Cursor, VS Code
+// and root mcp.json files, project before user within each agent), validates
+// each server, and splits the winners into enabled and disabled ones.
 //
 // It returns an error only for unusable Options (an explicit file without a
-// path or with a bad level); everything else is a Diagnostic.
+// path or with a level other than project or user); every problem with the
+// files themselves is a Diagnostic, and the other sources still load.
 func Discover(opts Options) (*Result, error) {
 	env := opts.Env
 	if env == nil {

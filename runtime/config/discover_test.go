@@ -420,9 +420,9 @@ func TestDiscoverTimeoutOverride(t *testing.T) {
 		"off":   map[string]any{"command": "o", "timeout": 0},
 	}})
 	tests := []struct {
-		env                  []string
-		plain, own, off      time.Duration
-		warnings             int
+		env             []string
+		plain, own, off time.Duration
+		warnings        int
 	}{
 		{nil, DefaultConnectTimeout, 5 * time.Second, NoTimeout, 0},
 		{[]string{TimeoutEnvVar, "1500"}, 1500 * time.Millisecond, 1500 * time.Millisecond, 1500 * time.Millisecond, 0},

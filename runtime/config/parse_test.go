@@ -266,7 +266,7 @@ func TestParseHeaderScoping(t *testing.T) {
 		"headers": {"Authorization": "Bearer ${ANTHROPIC_API_KEY}", "X-Local": "${LOCAL}", "X-Relay": "${RELAY}", "X-Default": "${MISSING:-d}"}
 	}`
 	tests := []struct {
-		level                       Level
+		level                         Level
 		url, auth, local, relay, dflt string
 	}{
 		{LevelProject, "https://fallback.example/mcp?k=${ANTHROPIC_API_KEY}", "Bearer ${ANTHROPIC_API_KEY}", "local-token", "${ANTHROPIC_API_KEY}", "d"},

@@ -4,6 +4,79 @@
 // name wins and later ones are reported as shadowed. Validation is per server:
 // one bad entry is skipped with a Diagnostic naming its file, server and field,
 // and every other server still loads.
+//
+// # Sources
+//
+// Discover reads, in this order (first definition of a name wins; later
+// definitions are listed in Result.Shadowed, never merged):
+//
+//	#   source                                     level     provider
+//	1   Options.Inline, by name                    inline    inline
+//	2   Options.Files, in the order given          (given)   (given, default mcplife)
+//	3   <project>/.mcplife/mcp.json                project   mcplife
+//	4   ~/.mcplife/mcp.json                        user      mcplife
+//	5   <project>/.mcp.json                        project   claude
+//	6   ~/.claude.json projects["<abs project>"]   user      claude
+//	7   ~/.claude.json mcpServers                  user      claude
+//	8   <project>/.cursor/mcp.json                 project   cursor
+//	9   ~/.cursor/mcp.json                         user      cursor
+//	10  <project>/.vscode/mcp.json                 project   vscode
+//	11  <project>/mcp.json                         project   mcp.json
+//
+// Every file may keep its servers under "mcpServers" or "servers" (VS Code's
+// key); with both, "mcpServers" comes first. Comments and trailing commas are
+// tolerated (VS Code writes them). A path reached twice is read once, at its
+// first position; when the project is the home directory a file that is both
+// a project and a user source counts as user-level. A file that does not exist
+// is skipped silently; an empty file defines nothing.
+//
+// Within one object a repeated name keeps its last definition (as JSON parsers
+// do) with a warning. An invalid definition still claims its name: it is
+// skipped with an error and lower-priority definitions of the name stay
+// shadowed, so a broken override never silently falls back. A winning
+// definition with "enabled": false goes to Result.Disabled and is never
+// connected. With Options.SkipProjectConfig, project-level files are parsed
+// only to list their servers in Result.Dropped: they claim no names and their
+// diagnostics are not reported.
+//
+// # Validation
+//
+// Errors skip the server (Severity "error", wrapping ErrInvalidConfig):
+// a name that is not 1-100 characters of [a-zA-Z0-9_.-]; an entry that is not
+// an object; "type" not a string or not stdio/http/sse; "command" together
+// with "url"; stdio without "command"; http/sse without "url", or a url that
+// is not an absolute http(s) URL after expansion; wrong types for command,
+// args, env (and env names with '='), cwd, url, headers, auth, includeTools,
+// excludeTools; "auth" whose type is not "oauth"; "restart" not
+// relentless/once/bounded/never; "healthProbe" not ping/tools-list. These change
+// what runs, where it connects or which tools are exposed, so guessing is
+// worse than skipping.
+//
+// Warnings keep the server and use the field's default: wrong types for
+// "enabled" (true), "shared" (true), "requiresApproval" (true),
+// "protocolVersion" (runtime default); "timeout" and "toolTimeout" not a
+// number >= 0 (default); "restartDelays" not a non-empty array of numbers
+// >= 0 (the policy's delays); "maxResultChars" not a whole number > 0
+// (default); an oauth "auth" without "credentialId" (no token injected).
+// Every fallback is the safe value. A JSON null counts as an absent field.
+// Unknown fields are ignored and kept in Server.Raw.
+//
+// When no "type" is given, a server with "url" and no "command" is http (as in
+// Cursor's files); otherwise stdio is the default.
+//
+// # Expansion and resolution
+//
+// ${VAR} and ${VAR:-default} are expanded at discovery in command, args, env
+// values, cwd, url and header values; unresolved references stay literal.
+// For project-level servers the url and header values expand only from the
+// server's own env block as written, never from the process environment, so a
+// cloned repository cannot exfiltrate the user's secrets. Values starting with
+// "!" are left for the Resolver, which runs them just before connecting and
+// applies the workspace trust gate (see Resolver). Raw is never expanded, so
+// ConfigHash does not change when a secret rotates.
+//
+// Timeouts: MCPLIFE_MCP_TIMEOUT_MS (through Options.Env) overrides every
+// server's "timeout" (ms), which overrides DefaultConnectTimeout; 0 disables.
 package config
 
 import (
@@ -117,7 +190,7 @@ type Server struct {
 
 	Source Source `json:"-"`
 	// Raw is the server's JSON object exactly as written in the file, before
-	// any expansion. The tool cache hashes a canonical form of it, so rotating
+	// any expansion (comments and trailing commas, if any, blanked to spaces). The tool cache hashes a canonical form of it, so rotating
 	// a secret in the environment does not change the key.
 	Raw json.RawMessage `json:"-"`
 }

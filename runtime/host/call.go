@@ -123,42 +123,35 @@ func (s *server) callOnce(ctx context.Context, name string, args any, started fu
 		watchdog = t.C()
 	}
 	started()
-	// Waiting for the connection (a deferred tool) counts against the
-	// timeout too.
-	wctx, cancelWait := context.WithCancelCause(ctx)
-	defer cancelWait(nil)
-	if watchdog != nil {
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			select {
-			case <-watchdog:
-				cancelWait(&clock.TimeoutError{What: "waiting for the connection", After: timeout})
-			case <-stop:
+	timeoutErr := func(cause error) error {
+		return &ServerError{Code: CodeToolTimeout, Server: s.name, Kind: ErrToolTimeout, Cause: cause,
+			Detail: fmt.Sprintf("tool %q timed out after %s", name, timeout)}
+	}
+	aborted := func() error { return fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx)) }
+
+	s.mu.Lock()
+	conn := s.conn
+	s.mu.Unlock()
+	if conn == nil {
+		// Waiting for the connection (a deferred tool, or RestartWait)
+		// counts against the timeout too.
+		var err error
+		conn, err = s.awaitConn(ctx, watchdog)
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return nil, aborted(), nil
+			case errors.Is(err, errWatchdog):
+				return nil, timeoutErr(err), nil
 			}
-		}()
-	}
-	conn, err := s.readyConn(wctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx)), nil
+			return nil, err, nil
 		}
-		var te *clock.TimeoutError
-		if errors.As(err, &te) {
-			return nil, &ServerError{Code: CodeToolTimeout, Server: s.name, Kind: ErrToolTimeout, Cause: err}, nil
-		}
-		return nil, err, nil
-	}
-	if watchdog != nil && wctx.Err() != nil {
-		return nil, &ServerError{Code: CodeToolTimeout, Server: s.name, Kind: ErrToolTimeout, Cause: context.Cause(wctx)}, nil
 	}
 
 	// The SDK request deadline is padded so the runtime's watchdog decides
 	// first; it runs on the same clock.
 	reqCtx, cancelReq := context.WithCancelCause(ctx)
 	defer cancelReq(nil)
-	stopConn := context.AfterFunc(conn.ctx, func() { cancelReq(context.Cause(conn.ctx)) })
-	defer stopConn()
 	if timeout > 0 {
 		var cancelPad context.CancelFunc
 		reqCtx, cancelPad = clock.WithTimeout(reqCtx, s.rt.clock, time.Duration(float64(timeout)*RequestTimeoutPadding), "request")
@@ -175,31 +168,50 @@ func (s *server) callOnce(ctx context.Context, name string, args any, started fu
 	}()
 	select {
 	case o := <-done:
-		if o.err == nil {
+		switch {
+		case o.err == nil:
 			return o.res, nil, nil
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx)), nil
-		}
-		if conn.ctx.Err() != nil || isConnectionError(o.err) {
+		case ctx.Err() != nil:
+			return nil, aborted(), nil
+		case conn.ctx.Err() != nil || isConnectionError(o.err):
 			return nil, s.connectionLostError(conn, o.err), nil
 		}
 		return nil, o.err, nil
-	case <-wctx.Done():
-		cancelReq(context.Cause(wctx))
+	case <-watchdog:
+		cancelReq(errWatchdog)
 		<-done
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx)), nil
-		}
 		s.emit(event.ToolTimeout, event.String("tool", name), event.Millis("timeout_ms", timeout))
-		err := &ServerError{Code: CodeToolTimeout, Server: s.name, Kind: ErrToolTimeout,
-			Detail: fmt.Sprintf("tool %q timed out after %s", name, timeout)}
-		return nil, err, conn
+		return nil, timeoutErr(nil), conn
+	case <-ctx.Done():
+		cancelReq(context.Cause(ctx))
+		<-done
+		return nil, aborted(), nil
 	case <-conn.ctx.Done():
 		cancelReq(context.Cause(conn.ctx))
 		<-done
 		return nil, s.connectionLostError(conn, context.Cause(conn.ctx)), nil
 	}
+}
+
+// errWatchdog is the cause when a call's tool timeout fired.
+var errWatchdog = errors.New("tool timeout")
+
+// awaitConn waits for a connection until ctx ends or the watchdog fires.
+func (s *server) awaitConn(ctx context.Context, watchdog <-chan time.Time) (*connection, error) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if watchdog != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-watchdog:
+				cancel(errWatchdog)
+			case <-stop:
+			}
+		}()
+	}
+	return s.readyConn(wctx)
 }
 
 func (s *server) connectionLostError(c *connection, cause error) error {

@@ -304,6 +304,8 @@ func (p *Process) StderrTail() string { return p.tail.String() }
 // has been reaped or its own waits ran out. After a natural exit Stop returns
 // at once. If the child is still not reaped g.Kill after SIGKILL, Stop returns
 // a status with Code -1 and an Err rather than blocking; Done closes later.
+// Once the child is gone Stop also closes stdin, and the stdout pipe when
+// Transport was never called (otherwise closing the transport releases it).
 func (p *Process) Stop(ctx context.Context, g Grace, observe StopObserver) ExitStatus {
 	g = g.withDefaults()
 	if observe == nil {
@@ -425,8 +427,8 @@ func (p *Process) waitExit(stderrDone <-chan struct{}) {
 		// accepting the tiny window in which the group id could be reused.
 		p.killGroup()
 	}
-	p.stdout.markExited()
-	p.stderr.markExited()
+	// mutated
+	// mutated2
 	<-stderrDone
 	p.exit = statusOf(p.cmd.ProcessState, err)
 	close(p.done)

@@ -318,6 +318,25 @@ func TestCommandNotFound(t *testing.T) {
 	}
 }
 
+func TestTransportCloseClosesStdin(t *testing.T) {
+	ctx := testCtx(t)
+	p := start(t, sh("cat; exit 4"), nil)
+	tr := p.Transport()
+	if _, err := tr.Writer.Write([]byte("through\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Writer.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, ctx, tr.Reader); got != "through\n" {
+		t.Fatalf("stdout = %q", got)
+	}
+	waitDone(t, ctx, p)
+	if st := p.Exit(); st.Code != 4 {
+		t.Fatalf("Exit = %s", st)
+	}
+}
+
 func TestLookPathUsesSpecEnv(t *testing.T) {
 	ctx := testCtx(t)
 	dir := t.TempDir()
