@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/runtime/event"
-	"go.uber.org/goleak"
+	"github.com/mcplife/mcplife/runtime/proctest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks for leaked goroutines (goleak) and processes.
+func TestMain(m *testing.M) { proctest.Main(m) }
 
 func TestConnectListCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -427,8 +427,8 @@ func (p *Process) waitExit(stderrDone <-chan struct{}) {
 		// accepting the tiny window in which the group id could be reused.
 		p.killGroup()
 	}
-	// mutated
-	// mutated2
+	p.stdout.markExited()
+	p.stderr.markExited()
 	<-stderrDone
 	p.exit = statusOf(p.cmd.ProcessState, err)
 	close(p.done)

@@ -22,8 +22,8 @@ import (
 
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/clock/clocktest"
+	"github.com/mcplife/mcplife/runtime/proctest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 )
 
 // fixtureEnv makes the test binary serve MCP over stdio instead of running
@@ -34,7 +34,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fixtureEnv) == "1" {
 		os.Exit(runFixtureServer())
 	}
-	goleak.VerifyTestMain(m)
+	// goleak plus a check that no process outlives the tests.
+	proctest.Main(m)
 }
 
 // runFixtureServer serves an "echo" tool and a "block" tool that never

@@ -1,0 +1,112 @@
+// Package proctest checks that tests leave no processes behind.
+//
+// Main replaces goleak.VerifyTestMain in a TestMain: it makes the test
+// process a child subreaper, so that grandchildren orphaned by a test are
+// reparented to it instead of to PID 1, runs the tests, and then fails the
+// package if any goroutine leaked or any live process descends from it.
+package proctest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+const prSetChildSubreaper = 36
+
+// Main runs the tests of m, then verifies that no goroutine leaked and no
+// process is left, and exits.
+func Main(m *testing.M, opts ...goleak.Option) {
+	// Orphans of our children become our children, so they can be seen.
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+		if left := Descendants(os.Getpid()); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "proctest: processes left behind by the tests: %s\n", strings.Join(left, "; "))
+			code = 1
+		}
+	}
+	reapZombies()
+	os.Exit(code)
+}
+
+// Alive reports whether pid is a running process (not gone, not a zombie).
+func Alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+		return false
+	}
+	state, _, ok := stat(pid)
+	return ok && state != "Z" && state != "X"
+}
+
+// Descendants describes every live process descending from pid, as
+// "pid (command)".
+func Descendants(pid int) []string {
+	children := map[int][]int{}
+	names := map[int]string{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		state, ppid, ok := stat(p)
+		if !ok || state == "Z" || state == "X" {
+			continue
+		}
+		children[ppid] = append(children[ppid], p)
+		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		names[p] = strings.TrimSpace(string(comm))
+	}
+	var out []string
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, fmt.Sprintf("%d (%s)", c, names[c]))
+			walk(c)
+		}
+	}
+	walk(pid)
+	return out
+}
+
+// stat returns the state and parent pid of pid from /proc/pid/stat.
+func stat(pid int) (state string, ppid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0], ppid, true
+}
+
+// reapZombies collects adopted orphans that exited, so none outlive us as
+// zombies of a long-lived parent.
+func reapZombies() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}
