@@ -416,7 +416,7 @@ type StartParams struct {
 	Inline            map[string]json.RawMessage `json:"inline,omitempty"`
 	// Env, when not nil, is the whole environment the implementation's
 	// config layer sees instead of the driver's own.
-	Env     map[string]string `json:"env,omitempty"`
+	Env     map[string]string `json:"env,omitzero"`
 	Options *StartOptions     `json:"options,omitempty"`
 }
 
@@ -473,8 +473,9 @@ type ToolCallParams struct {
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
 }
 
-// ToolCallResult is the result of tool.call.
-type ToolCallResult struct {
+// AcceptedResult is the result of tool.call and acquire: the outcome
+// arrives later on its own line.
+type AcceptedResult struct {
 	Accepted bool `json:"accepted"`
 }
 

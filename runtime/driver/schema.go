@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -162,7 +161,7 @@ func (v *Validator) ValidateTranscript(lines []TranscriptLine) []error {
 		if l.Dir == Sent {
 			var req Request
 			if l.Raw {
-				if json.Unmarshal(l.Line, &req) == nil && req.ID != 0 {
+				if json.Unmarshal(l.Line, &req) == nil {
 					methods[req.ID] = req.Method
 				}
 				continue
@@ -225,10 +224,36 @@ func (v *Validator) ValidateTranscript(lines []TranscriptLine) []error {
 	return errs
 }
 
-// errNoSchema is returned for names SchemaNames does not list.
-var errNoSchema = errors.New("no such schema")
+// DocSection is the name of the generated section of docs/DRIVER.md that
+// SchemaSection renders.
+const DocSection = "driver-schemas"
 
-// schemaFiles lists the names of the embedded schema files.
+// SchemaSection renders every schema as Markdown, in SchemaNames order, for
+// the generated section of docs/DRIVER.md.
+func SchemaSection() (string, error) {
+	var b strings.Builder
+	b.WriteString("<!-- Rendered from runtime/driver/schema/*.json; do not edit by hand. -->\n")
+	lines := map[string]bool{SchemaRequest: true, SchemaResponse: true, SchemaError: true, SchemaEvent: true, SchemaCallResult: true, SchemaAcquireResult: true}
+	heading := ""
+	for _, name := range SchemaNames() {
+		h := "### Lines"
+		if !lines[name] {
+			h = "### Method `" + strings.TrimSuffix(strings.TrimSuffix(name, ".params"), ".result") + "`"
+		}
+		if h != heading {
+			heading = h
+			fmt.Fprintf(&b, "\n%s\n", h)
+		}
+		data, err := Schema(name)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "\n#### `%s.json`\n\n```json\n%s\n```\n", name, bytes.TrimSpace(data))
+	}
+	return b.String(), nil
+}
+
+// schemaFiles lists the names of the embedded schema files, sorted.
 func schemaFiles() ([]string, error) {
 	files, err := fs.Glob(schemaFS, "schema/*.json")
 	if err != nil {

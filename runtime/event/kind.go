@@ -110,7 +110,7 @@ func Kinds() []KindInfo {
 		{ServerBlocked, "the server is blocked (stdio from untrusted project config)", "reason"},
 
 		{ProcessStarted, "a stdio server process was launched", "pid, command"},
-		{ProcessSignaled, "the runtime signalled a server's process group", "pid, signal"},
+		{ProcessSignaled, "a step of stopping a server's process group was taken (stdin-closed, SIGTERM, SIGKILL); its wait is armed", "pid, step"},
 		{ProcessExited, "a stdio server process exited", "pid, code, signal, planned"},
 		{TransportClosed, "a connection ended without the runtime asking", "transport, error"},
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/mcplife/mcplife/runtime/clock"
@@ -139,7 +138,7 @@ func causeOf(ctx context.Context, err error, p *proc.Process) error {
 func (rt *Runtime) connectFailed(s *server, p *proc.Process, err error) error {
 	stderr := ""
 	if p != nil {
-		p.Stop(context.Background(), rt.stopGrace(), nil)
+		p.Stop(context.Background(), rt.stopGrace(), s.stopObserver(p))
 		stderr = p.StderrTail()
 		s.mu.Lock()
 		s.stderr = stderr
@@ -214,7 +213,7 @@ func (c *connection) watch() {
 	// Reap the session and whatever is left of the process.
 	closeSession(c.cs)
 	if c.proc != nil {
-		c.proc.Stop(c.srv.ctx, c.srv.rt.stopGrace(), nil)
+		c.proc.Stop(c.srv.ctx, c.srv.rt.stopGrace(), c.srv.stopObserver(c.proc))
 	}
 	if !waited {
 		<-ended
@@ -244,11 +243,7 @@ func (c *connection) close(ctx context.Context, reason string) {
 		go func() { closeSession(c.cs); close(closed) }()
 		if c.proc != nil {
 			srv := c.srv
-			c.proc.Stop(ctx, srv.rt.stopGrace(), func(step string) {
-				if strings.HasPrefix(step, "SIG") {
-					srv.rt.events.Emit(srv.name, event.ProcessSignaled, event.Int("pid", c.proc.PID()), event.String("signal", step))
-				}
-			})
+			c.proc.Stop(ctx, srv.rt.stopGrace(), srv.stopObserver(c.proc))
 			srv.rt.events.Emit(srv.name, event.ProcessExited, event.Int("pid", c.proc.PID()), event.String("status", c.proc.Exit().String()), event.Bool("planned", true))
 		}
 		select {
@@ -279,4 +274,11 @@ func (rt *Runtime) dial(ctx context.Context, s *server, r *config.Resolved, p **
 		return &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers)}, nil
 	}
 	return nil, fmt.Errorf("server %q: unknown transport %q", s.name, s.cfg.Type)
+}
+
+// stopObserver emits process.signaled for each step of stopping p.
+func (s *server) stopObserver(p *proc.Process) proc.StopObserver {
+	return func(step string) {
+		s.emit(event.ProcessSignaled, event.Int("pid", p.PID()), event.String("step", step))
+	}
 }

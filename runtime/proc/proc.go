@@ -315,26 +315,33 @@ func (p *Process) Stop(ctx context.Context, g Grace, observe StopObserver) ExitS
 		return p.finish()
 	}
 
+	// Each step is announced after its wait is armed, so an observer that
+	// drives a fake clock can advance it as soon as it hears of the step.
 	first := p.takeStep(&p.stdinStep)
 	p.stdin.Close()
-	if first {
-		observe(StepStdinClosed)
-	}
-	if p.await(ctx, g.Stdin) {
+	if p.await(ctx, g.Stdin, func() {
+		if first {
+			observe(StepStdinClosed)
+		}
+	}) {
 		return p.finish()
 	}
 	if ctx.Err() == nil {
-		if p.signalStep(&p.termStep, syscall.SIGTERM) {
-			observe(StepTerm)
-		}
-		if p.await(ctx, g.Term) {
+		term := p.signalStep(&p.termStep, syscall.SIGTERM)
+		if p.await(ctx, g.Term, func() {
+			if term {
+				observe(StepTerm)
+			}
+		}) {
 			return p.finish()
 		}
 	}
-	if p.signalStep(&p.killStep, syscall.SIGKILL) {
-		observe(StepKill)
-	}
-	if p.await(context.Background(), g.Kill) {
+	kill := p.signalStep(&p.killStep, syscall.SIGKILL)
+	if p.await(context.Background(), g.Kill, func() {
+		if kill {
+			observe(StepKill)
+		}
+	}) {
 		return p.finish()
 	}
 	return ExitStatus{Code: -1, Err: fmt.Errorf("proc: %s (pid %d) not reaped %v after SIGKILL", p.name, p.pid, g.Kill)}
@@ -351,15 +358,18 @@ func (p *Process) isDone() bool {
 
 // await waits up to d on the clock for the child to be reaped, or until ctx
 // is done. It reports whether the child has been reaped.
-func (p *Process) await(ctx context.Context, d time.Duration) bool {
+func (p *Process) await(ctx context.Context, d time.Duration, announce func()) bool {
 	if d > 0 && ctx.Err() == nil {
 		t := p.clock.NewTimer(d)
+		announce()
 		select {
 		case <-p.done:
 		case <-t.C():
 		case <-ctx.Done():
 		}
 		t.Stop()
+	} else {
+		announce()
 	}
 	return p.isDone()
 }
