@@ -16,8 +16,9 @@ import (
 
 // runDriver implements `harness driver`: it serves the reference driver
 // (runtime/host behind the driver protocol, docs/DRIVER.md) on stdin and
-// stdout until shutdown, stdin EOF, SIGINT or SIGTERM. stdout carries
-// protocol lines only; logs go to stderr.
+// stdout until shutdown, stdin EOF, SIGINT or SIGTERM, each of which closes
+// every server and exits 0. stdout carries protocol lines only; logs go to
+// stderr.
 func runDriver(args []string) int {
 	fs := flag.NewFlagSet("harness driver", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
@@ -54,7 +55,11 @@ func runDriver(args []string) int {
 		Logger:          logger,
 		ShutdownTimeout: *shutdownTimeout,
 	})
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		// SIGINT or SIGTERM: Serve closed everything, as for shutdown.
+	default:
 		fmt.Fprintf(os.Stderr, "harness driver: %v\n", err)
 		return 1
 	}

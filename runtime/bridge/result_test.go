@@ -201,8 +201,8 @@ func TestMapResultSanitizesAttributes(t *testing.T) {
 
 type codedErr struct{ code, msg string }
 
-func (e *codedErr) Error() string { return e.msg }
-func (e *codedErr) ErrorCode() string  { return e.code }
+func (e *codedErr) Error() string     { return e.msg }
+func (e *codedErr) ErrorCode() string { return e.code }
 
 func TestMapError(t *testing.T) {
 	tests := []struct {

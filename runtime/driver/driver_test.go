@@ -495,7 +495,10 @@ func TestStatusDisconnectReload(t *testing.T) {
 func TestAcquire(t *testing.T) {
 	c := inProcess(t)
 	ctx := testCtx(t)
-	started(t, c, ClockVirtual, map[string]json.RawMessage{"t": testServer(t, nil)}, nil)
+	started(t, c, ClockVirtual, map[string]json.RawMessage{
+		"t":    testServer(t, nil),
+		"hang": testServer(t, map[string]string{envServerHang: "1"}),
+	}, &StartOptions{AcquireTimeoutMs: ptr[int64](1000)})
 	if err := c.Acquire(ctx, "a1", "t"); err != nil {
 		t.Fatal(err)
 	}
@@ -521,6 +524,44 @@ func TestAcquire(t *testing.T) {
 		t.Errorf("second release: %v", err)
 	}
 	wantCode(t, c.Release(ctx, "zz"), CodeUnknownID)
+
+	// A cold server that never answers: the acquire timeout runs on the
+	// virtual clock, armed before pool.acquired.
+	after := c.Last()
+	if err := c.Acquire(ctx, "a3", "hang"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Await(ctx, after, event.Matcher{Kind: event.PoolAcquired, Server: "hang"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.AcquireResult("a3"); ok {
+		t.Fatal("acquire of a hung server finished before the timeout")
+	}
+	if _, err := c.Advance(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	res, err = c.AwaitAcquire(ctx, "a3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || res.Error == nil || res.Error.Code != string(OutcomeUnavailable) {
+		t.Errorf("acquire of a hung server = %+v (error %+v)", res, res.Error)
+	}
+
+	// Releasing a pending acquire cancels it.
+	if err := c.Acquire(ctx, "a4", "hang"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Release(ctx, "a4"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = c.AwaitAcquire(ctx, "a4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || res.Error == nil || res.Error.Code != string(OutcomeAborted) {
+		t.Errorf("released pending acquire = %+v (error %+v)", res, res.Error)
+	}
 }
 
 func TestProtocolErrors(t *testing.T) {
@@ -772,4 +813,48 @@ func TestServeOptions(t *testing.T) {
 	wantCode(t, err, CodeUnsupported)
 	wantCode(t, c.Reload(ctx), CodeUnsupported)
 	wantCode(t, c.Acquire(ctx, "a", "t"), CodeUnsupported)
+}
+
+func TestServeCancelled(t *testing.T) {
+	sctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := StartInProcess(sctx, ServeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	// start is handled before later requests are read, so a harness may
+	// pipeline after it.
+	start, err := c.Send(ctx, MethodStart, StartParams{Clock: ClockVirtual, Home: t.TempDir(), Env: map[string]string{},
+		Inline: map[string]json.RawMessage{"t": testServer(t, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := c.Send(ctx, MethodSessionOpen, SessionParams{Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := start.Wait(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.Wait(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	pid := statusOf(t, c, "t").PID
+	cancel()
+	if _, err := c.Await(ctx, 0, event.Matcher{Kind: event.RuntimeClosed}); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("Close after the Serve context ended: %v", err)
+	}
+	if !processGone(pid) {
+		t.Errorf("server process %d survived the cancelled Serve", pid)
+	}
+	evs := c.Events()
+	if evs[len(evs)-1].Kind != event.RuntimeClosed {
+		t.Errorf("last event %v, want runtime.closed", evs[len(evs)-1])
+	}
+	checkExchange(t, c)
 }

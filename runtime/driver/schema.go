@@ -224,35 +224,6 @@ func (v *Validator) ValidateTranscript(lines []TranscriptLine) []error {
 	return errs
 }
 
-// DocSection is the name of the generated section of docs/DRIVER.md that
-// SchemaSection renders.
-const DocSection = "driver-schemas"
-
-// SchemaSection renders every schema as Markdown, in SchemaNames order, for
-// the generated section of docs/DRIVER.md.
-func SchemaSection() (string, error) {
-	var b strings.Builder
-	b.WriteString("<!-- Rendered from runtime/driver/schema/*.json; do not edit by hand. -->\n")
-	lines := map[string]bool{SchemaRequest: true, SchemaResponse: true, SchemaError: true, SchemaEvent: true, SchemaCallResult: true, SchemaAcquireResult: true}
-	heading := ""
-	for _, name := range SchemaNames() {
-		h := "### Lines"
-		if !lines[name] {
-			h = "### Method `" + strings.TrimSuffix(strings.TrimSuffix(name, ".params"), ".result") + "`"
-		}
-		if h != heading {
-			heading = h
-			fmt.Fprintf(&b, "\n%s\n", h)
-		}
-		data, err := Schema(name)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(&b, "\n#### `%s.json`\n\n```json\n%s\n```\n", name, bytes.TrimSpace(data))
-	}
-	return b.String(), nil
-}
-
 // schemaFiles lists the names of the embedded schema files, sorted.
 func schemaFiles() ([]string, error) {
 	files, err := fs.Glob(schemaFS, "schema/*.json")

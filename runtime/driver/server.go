@@ -61,35 +61,58 @@ type ServeOptions struct {
 // reference runtime (runtime/host) behind them.
 //
 // Serve returns after a shutdown request has been answered (nil), when in
-// reaches EOF (nil), or when ctx is done (ctx's error; in is closed when it
-// is an io.Closer, so a blocked read ends). In every case it first closes
-// the runtime, so no server process is left running, and waits for every
-// goroutine it started.
+// reaches EOF (nil), or when ctx is done (ctx's error). In every case it
+// first closes the runtime, so no server process is left running, and waits
+// for every goroutine it started — except that when ctx ends during a read
+// that closing in (if it is an io.Closer) does not interrupt, such as a
+// blocking stdin, that read's goroutine ends only when the read returns.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) error {
 	d := newDriver(ctx, opts, out)
-	stop := context.AfterFunc(ctx, func() {
-		if c, ok := in.(io.Closer); ok {
-			_ = c.Close()
+	type read struct {
+		line []byte
+		err  error
+	}
+	// The reader reads one line per request on next, so that it is idle,
+	// not blocked in a read, when Serve returns after shutdown or EOF.
+	next := make(chan struct{})
+	lines := make(chan read, 1)
+	go func() {
+		r := bufio.NewReaderSize(in, 64<<10)
+		for range next {
+			line, err := r.ReadBytes('\n')
+			lines <- read{line, err}
+			if err != nil {
+				return
+			}
 		}
-	})
-	defer stop()
-	r := bufio.NewReaderSize(in, 64<<10)
+	}()
+	defer close(next)
 	for {
-		line, err := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			if d.dispatch(line) {
+		next <- struct{}{}
+		var rd read
+		select {
+		case rd = <-lines:
+		case <-ctx.Done():
+			if c, ok := in.(io.Closer); ok {
+				_ = c.Close()
+			}
+			d.teardown()
+			return ctx.Err()
+		}
+		if len(bytes.TrimSpace(rd.line)) > 0 {
+			if d.dispatch(rd.line) {
 				return nil
 			}
 		}
-		if err != nil {
+		if rd.err != nil {
 			d.teardown()
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if errors.Is(err, io.EOF) {
+			if errors.Is(rd.err, io.EOF) {
 				return nil
 			}
-			return fmt.Errorf("driver: reading requests: %w", err)
+			return fmt.Errorf("driver: reading requests: %w", rd.err)
 		}
 	}
 }
@@ -177,28 +200,6 @@ func moduleVersion() string {
 	return "devel"
 }
 
-// lineWriter serializes the lines of every goroutine.
-type lineWriter struct {
-	mu  sync.Mutex
-	w   io.Writer
-	err error
-}
-
-func (o *lineWriter) write(v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		// Every line type marshals; this is a bug in the driver.
-		panic(fmt.Sprintf("driver: marshal %T: %v", v, err))
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.err == nil {
-		_, o.err = o.w.Write(buf.Bytes())
-	}
-}
-
 // rerr returns a response error.
 func rerr(code ErrorCode, format string, args ...any) *RemoteError {
 	return &RemoteError{Code: string(code), Message: fmt.Sprintf(format, args...)}
@@ -259,6 +260,13 @@ func (d *driver) dispatch(line []byte) bool {
 		d.respond(id, Empty{}, nil)
 		return true
 	}
+	if method == MethodStart {
+		// start never waits on the clock; handling it before reading on
+		// lets a harness pipeline requests after it.
+		res, _, err := d.start(d.base, params)
+		d.respond(id, res, err)
+		return false
+	}
 	h, ok := d.handlers()[method]
 	if !ok {
 		d.respond(id, nil, rerr(CodeUnknownMethod, "unknown method %q", method))
@@ -283,8 +291,11 @@ func (d *driver) dispatch(line []byte) bool {
 		res, after, err := h(d.base, params)
 		if err != nil && d.base.Err() != nil {
 			var re *RemoteError
-			if !errors.As(err, &re) || re.Code == string(CodeFailed) {
-				err = rerr(CodeShuttingDown, "%s: interrupted by shutdown: %v", method, err)
+			switch {
+			case !errors.As(err, &re):
+				err = rerr(CodeShuttingDown, "interrupted by shutdown: %v", err)
+			case re.Code == string(CodeFailed):
+				err = rerr(CodeShuttingDown, "interrupted by shutdown: %s", re.Message)
 			}
 		}
 		d.respond(id, res, err)
@@ -525,7 +536,7 @@ func (d *driver) start(ctx context.Context, params json.RawMessage) (any, func()
 		CacheDir: p.CacheDir,
 	}
 	if p.Env != nil {
-		env := maps(p.Env)
+		env := copyEnv(p.Env)
 		hopts.Discovery.Env = func(k string) (string, bool) {
 			v, ok := env[k]
 			return v, ok
@@ -582,7 +593,7 @@ func (d *driver) start(ctx context.Context, params json.RawMessage) (any, func()
 	return Empty{}, nil, nil
 }
 
-func maps(m map[string]string) map[string]string {
+func copyEnv(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		out[k] = v
@@ -912,6 +923,9 @@ func (d *driver) toolCancel(ctx context.Context, params json.RawMessage) (any, f
 	if err := decodeParams(params, &p); err != nil {
 		return nil, nil, err
 	}
+	if _, err := d.runtime(); err != nil {
+		return nil, nil, err
+	}
 	d.mu.Lock()
 	entry, ok := d.calls[p.CallID]
 	running := ok && !entry.done
@@ -956,6 +970,12 @@ func (d *driver) acquire(ctx context.Context, params json.RawMessage) (any, func
 		d.goRun(func() {
 			defer cancel(nil)
 			release, err := rt.Acquire(actx, p.Server)
+			if err == nil && actx.Err() != nil {
+				// Released (or shut down) while it was pending.
+				release()
+				release = nil
+				err = context.Cause(actx)
+			}
 			line := AcquireResultLine{Type: TypeAcquireResult, AcquireID: p.AcquireID, OK: err == nil}
 			if err != nil {
 				if actx.Err() != nil {
@@ -990,6 +1010,9 @@ func configured(rt *host.Runtime, name string) bool {
 func (d *driver) release(ctx context.Context, params json.RawMessage) (any, func(), error) {
 	var p ReleaseParams
 	if err := decodeParams(params, &p); err != nil {
+		return nil, nil, err
+	}
+	if _, err := d.runtime(); err != nil {
 		return nil, nil, err
 	}
 	d.mu.Lock()
@@ -1144,81 +1167,4 @@ func (d *driver) clockPending(ctx context.Context, params json.RawMessage) (any,
 		out.TimersMs[i] = int64(math.Ceil(float64(max(p, 0)) / float64(time.Millisecond)))
 	}
 	return out, nil, nil
-}
-
-// ---- events ----
-
-// forwarder writes the recorder's events in seq order.
-type forwarder struct {
-	rec   *event.Recorder
-	out   *lineWriter
-	ch    <-chan event.Event
-	unsub func()
-	done  chan struct{}
-
-	mu      sync.Mutex
-	sent    uint64
-	changed chan struct{}
-}
-
-func newForwarder(rec *event.Recorder, out *lineWriter) *forwarder {
-	ch, unsub := rec.Subscribe(1 << 14)
-	f := &forwarder{rec: rec, out: out, ch: ch, unsub: unsub, done: make(chan struct{}), changed: make(chan struct{})}
-	go f.run()
-	return f
-}
-
-func (f *forwarder) run() {
-	defer close(f.done)
-	for e := range f.ch {
-		f.mu.Lock()
-		sent := f.sent
-		f.mu.Unlock()
-		if e.Seq <= sent {
-			continue
-		}
-		if e.Seq > sent+1 {
-			// The subscription dropped events; take them from the history.
-			for _, old := range f.rec.Events() {
-				if old.Seq > sent && old.Seq < e.Seq {
-					f.write(old)
-				}
-			}
-		}
-		f.write(e)
-	}
-}
-
-func (f *forwarder) write(e event.Event) {
-	f.out.write(EventLine{Type: TypeEvent, Event: e})
-	f.mu.Lock()
-	f.sent = e.Seq
-	close(f.changed)
-	f.changed = make(chan struct{})
-	f.mu.Unlock()
-}
-
-// flush waits until every event emitted before the call has been written.
-func (f *forwarder) flush() {
-	target := f.rec.Last()
-	for {
-		f.mu.Lock()
-		sent, ch := f.sent, f.changed
-		f.mu.Unlock()
-		if sent >= target {
-			return
-		}
-		select {
-		case <-ch:
-		case <-f.done:
-			return
-		}
-	}
-}
-
-// stop writes the remaining events and ends the forwarder.
-func (f *forwarder) stop() {
-	f.flush()
-	f.unsub()
-	<-f.done
 }

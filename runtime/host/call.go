@@ -180,7 +180,8 @@ func (s *server) callOnce(ctx context.Context, name string, args any, started fu
 	case <-watchdog:
 		cancelReq(errWatchdog)
 		<-done
-		s.emit(event.ToolTimeout, event.String("tool", name), event.Millis("timeout_ms", timeout))
+		ci := infoOf(ctx)
+		s.emit(event.ToolTimeout, event.String("call", ci.id), event.String("tool", ci.tool), event.Millis("timeout_ms", timeout))
 		return nil, timeoutErr(nil), conn
 	case <-ctx.Done():
 		cancelReq(context.Cause(ctx))
@@ -239,4 +240,28 @@ func WithCallTimeout(ctx context.Context, d time.Duration) context.Context {
 func callTimeout(ctx context.Context) (time.Duration, bool) {
 	d, ok := ctx.Value(callTimeoutKey{}).(time.Duration)
 	return d, ok
+}
+
+type callInfoKey struct{}
+
+// callInfo names a call in events.
+type callInfo struct{ id, tool string }
+
+// WithCallID returns a context whose CallTool uses id to name the call in
+// events (tool.call_started, tool.call_finished, tool.timeout), so a harness
+// can match events to its own calls.
+func WithCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+type callIDKey struct{}
+
+func callID(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(callIDKey{}).(string)
+	return id, ok && id != ""
+}
+
+func infoOf(ctx context.Context) callInfo {
+	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
+	return ci
 }

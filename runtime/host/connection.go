@@ -28,6 +28,8 @@ type connection struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
+	protocol string // negotiated protocol version
+
 	mu      sync.Mutex
 	planned bool
 	ended   bool
@@ -96,12 +98,9 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	}
 	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
 	rt.goRun(c.watch)
-	protocol := ""
 	if ir := cs.InitializeResult(); ir != nil {
-		protocol = ir.ProtocolVersion
+		c.protocol = ir.ProtocolVersion
 	}
-	s.emit(event.ServerConnected, event.String("transport", transportName), event.Int("attempt", attempt),
-		event.Int("tools", len(tools)), event.String("protocol", protocol))
 	return c, tools, nil
 }
 
@@ -136,6 +135,13 @@ func causeOf(ctx context.Context, err error, p *proc.Process) error {
 }
 
 func (rt *Runtime) connectFailed(s *server, p *proc.Process, err error) error {
+	if s.ctx.Err() != nil {
+		// The server is being closed; this is no failure of its own.
+		if p != nil {
+			p.Stop(s.ctx, rt.stopGrace(), s.stopObserver(p))
+		}
+		return ErrClosed
+	}
 	stderr := ""
 	if p != nil {
 		p.Stop(context.Background(), rt.stopGrace(), s.stopObserver(p))

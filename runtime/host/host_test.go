@@ -1,8 +1,11 @@
 package host
 
 import (
+	"os"
+
 	"context"
 	"errors"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -12,8 +15,14 @@ import (
 	"github.com/mcplife/mcplife/runtime/proctest"
 )
 
-// TestMain checks for leaked goroutines (goleak) and processes.
-func TestMain(m *testing.M) { proctest.Main(m) }
+// TestMain checks for leaked goroutines (goleak) and processes. When
+// asFixtureEnv is set the test binary is the fixture MCP server instead.
+func TestMain(m *testing.M) {
+	if os.Getenv(asFixtureEnv) == "1" {
+		os.Exit(fixture.Main())
+	}
+	proctest.Main(m)
+}
 
 func TestConnectListCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

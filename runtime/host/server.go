@@ -225,6 +225,8 @@ func (s *server) attempt(ctx context.Context, attempt int) error {
 	s.initFailed = false
 	s.acquireWaitOver = false
 	s.stderr = ""
+	s.emit(event.ServerConnected, event.String("transport", string(s.cfg.EffectiveType())), event.Int("attempt", attempt),
+		event.Int("tools", len(tools)), event.String("protocol", conn.protocol))
 	s.setStateLocked(StateConnected)
 	s.cancelGraceLocked()
 	s.publishLocked(tools, false)

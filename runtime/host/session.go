@@ -277,6 +277,10 @@ func (sess *Session) CallTool(ctx context.Context, name string, args any) (bridg
 	sess.calls++
 	call := sess.name + "-" + strconv.Itoa(sess.calls)
 	sess.mu.Unlock()
+	if id, ok := callID(ctx); ok {
+		call = id
+	}
+	ctx = context.WithValue(ctx, callInfoKey{}, callInfo{id: call, tool: name})
 	if !ok || s == nil {
 		return bridge.Result{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}

@@ -7,6 +7,7 @@
 package proctest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -109,4 +111,20 @@ func reapZombies() {
 			return
 		}
 	}
+}
+
+// WaitGone waits until pid is no longer a live process, polling /proc, and
+// returns ctx's error if it is still alive when ctx ends. Signal delivery is
+// asynchronous, so a check right after a SIGKILL must wait for it.
+func WaitGone(ctx context.Context, pid int) error {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for Alive(pid) {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("process %d still alive: %w", pid, ctx.Err())
+		}
+	}
+	return nil
 }
