@@ -85,7 +85,12 @@ func (s *server) callTool(ctx context.Context, name string, args any, started fu
 	if conn == nil {
 		return res, err
 	}
-	if s.probe(ctx, conn) {
+	if errors.Is(err, ErrAborted) {
+		// Only the abort-probes defect gets here.
+		s.probe(context.WithoutCancel(ctx), conn)
+		return nil, err
+	}
+	if !s.rt.faults.on(faultNoProbe) && s.probe(ctx, conn) {
 		return nil, err
 	}
 	before := s.triggerRestart("probe-failure", conn)
@@ -174,6 +179,10 @@ func (s *server) callOnce(ctx context.Context, name string, args any, started fu
 		case ctx.Err() != nil:
 			return nil, aborted(), nil
 		case conn.ctx.Err() != nil || isConnectionError(o.err):
+			if s.rt.faults.on(faultNoFailFast) && watchdog != nil {
+				<-watchdog // defect: wait for the timeout
+				return nil, timeoutErr(o.err), nil
+			}
 			return nil, s.connectionLostError(conn, o.err), nil
 		}
 		return nil, o.err, nil
@@ -186,8 +195,11 @@ func (s *server) callOnce(ctx context.Context, name string, args any, started fu
 	case <-ctx.Done():
 		cancelReq(context.Cause(ctx))
 		<-done
+		if s.rt.faults.on(faultAbortProbes) {
+			return nil, aborted(), conn
+		}
 		return nil, aborted(), nil
-	case <-conn.ctx.Done():
+	case <-connDone(s, conn):
 		cancelReq(context.Cause(conn.ctx))
 		<-done
 		return nil, s.connectionLostError(conn, context.Cause(conn.ctx)), nil
@@ -264,4 +276,12 @@ func callID(ctx context.Context) (string, bool) {
 func infoOf(ctx context.Context) callInfo {
 	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
 	return ci
+}
+
+// connDone is the channel that ends a call when its connection is lost.
+func connDone(s *server, c *connection) <-chan struct{} {
+	if s.rt.faults.on(faultNoFailFast) {
+		return nil
+	}
+	return c.ctx.Done()
 }

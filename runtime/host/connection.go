@@ -52,7 +52,7 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	for _, d := range diags {
 		rt.events.Emit(s.name, event.ConfigUnresolved, event.String("field", d.Field), event.String("message", d.Message))
 	}
-	if resolved.Blocked != "" {
+	if resolved.Blocked != "" && !rt.faults.on(faultUntrustedStdio) {
 		err := &ServerError{Code: CodeBlocked, Server: s.name, Kind: ErrBlocked, Detail: resolved.Blocked}
 		s.emit(event.ServerBlocked, event.String("reason", resolved.Blocked))
 		return nil, nil, err
@@ -213,7 +213,7 @@ func (c *connection) watch() {
 	if c.proc != nil {
 		c.srv.rt.events.Emit(c.srv.name, event.ProcessExited, event.Int("pid", c.proc.PID()), event.String("status", procStatus(c.proc)), event.Bool("planned", planned))
 	}
-	if !planned {
+	if !planned && !c.srv.rt.faults.on(faultNoIdleWatch) {
 		c.srv.connectionLost(c, cause)
 	}
 	// Reap the session and whatever is left of the process.

@@ -61,6 +61,9 @@ func (s *server) restartLoop(reason string, old *connection) {
 			return
 		}
 		delay, ok := s.policy.Delay(s.step)
+		if s.rt.faults.on(faultGiveUpAfter3) && s.step >= 3 {
+			ok = false
+		}
 		if !ok {
 			s.restarting = false
 			s.giveUpLocked()
@@ -92,6 +95,9 @@ func (s *server) restartLoop(reason string, old *connection) {
 		s.attemptOK = err == nil
 		if err == nil {
 			s.restarting = false
+			if s.rt.faults.on(faultResetOnSuccess) {
+				s.step = 0
+			}
 			s.armStableLocked()
 			s.notifyLocked()
 			s.mu.Unlock()

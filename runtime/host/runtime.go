@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -32,6 +33,7 @@ type Runtime struct {
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 	connectSem chan struct{}
+	faults     faults
 
 	mu          sync.Mutex
 	cfg         *config.Result
@@ -57,6 +59,7 @@ func New(opts Options) (*Runtime, error) {
 		ctx:        ctx,
 		cancel:     cancel,
 		connectSem: make(chan struct{}, opts.ConnectConcurrency),
+		faults:     loadFaults(),
 		servers:    make(map[string]*server),
 		sessions:   make(map[*Session]struct{}),
 		resolver: &config.Resolver{
@@ -142,6 +145,11 @@ func (rt *Runtime) acquire(cfg *config.Server, sess *Session) (*server, error) {
 		return nil, ErrClosed
 	}
 	s, ok := rt.servers[cfg.Name]
+	if ok && rt.faults.on(faultNoSingleFlight) {
+		// Defect: every acquire gets its own server.
+		rt.servers[cfg.Name+"#"+strconv.Itoa(len(rt.servers))] = s
+		ok = false
+	}
 	if !ok {
 		var err error
 		s, err = newServer(rt, cfg)

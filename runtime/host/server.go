@@ -340,7 +340,7 @@ func (s *server) startGraceLocked() {
 		return
 	}
 	g := s.rt.opts.UnregisterGrace
-	if g < 0 {
+	if g < 0 || s.rt.faults.on(faultNoGrace) {
 		s.unpublishLocked("connection lost")
 		return
 	}

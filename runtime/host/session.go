@@ -182,7 +182,7 @@ func (sess *Session) gate(ctx context.Context, entries []*server) error {
 		select {
 		case <-sess.wake:
 		case <-gateC:
-			expired = true
+			expired = !rt.faults.on(faultGateWaitsForAll)
 			gateC = nil
 		case <-ctx.Done():
 			return context.Cause(ctx)
@@ -303,6 +303,14 @@ func (sess *Session) CallTool(ctx context.Context, name string, args any) (bridg
 		if r.IsError {
 			outcome = "tool_error"
 		}
+	}
+	if sess.rt.faults.on(faultTruncAfterWrap) && r.Truncated {
+		// Defect: wrap first, then truncate the wrapped text, cutting the
+		// closing marker.
+		full := opts
+		full.MaxChars = -1
+		body := []rune(bridge.MapResult(res, full).Text)
+		r.Text = string(body[:min(len(body), opts.MaxChars)])
 	}
 	if r.Truncated {
 		sess.emit(s.name, event.ToolTruncated, event.String("tool", name), event.Int("limit", opts.MaxChars), event.Int("original", r.OriginalChars))
