@@ -277,7 +277,7 @@ func (rt *Runtime) dial(ctx context.Context, s *server, r *config.Resolved, p **
 	case config.HTTP:
 		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers), MaxRetries: -1}, nil
 	case config.SSE:
-		return &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers)}, nil
+		return longLived{inner: &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers)}, life: s.ctx}, nil
 	}
 	return nil, fmt.Errorf("server %q: unknown transport %q", s.name, s.cfg.Type)
 }

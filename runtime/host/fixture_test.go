@@ -130,7 +130,7 @@ func (e *fixtureEnv) awaitJournal(name, kind string, n int) {
 		select {
 		case <-tick.C:
 		case <-deadline.C:
-			e.t.Fatalf("journal %s: waited for %d %q entries, have %d", name, n, kind, e.count(name, kind))
+			e.t.Fatalf("journal %s: waited for %d %q entries, have %d\nevents:\n%s", name, n, kind, e.count(name, kind), eventsString(e.rt.Events().Events()))
 		}
 	}
 }

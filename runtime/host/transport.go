@@ -1,7 +1,10 @@
 package host
 
 import (
+	"context"
 	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // headerClient returns an HTTP client that adds headers to every request.
@@ -23,4 +26,44 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set(k, v)
 	}
 	return t.base.RoundTrip(req)
+}
+
+// longLived makes a transport whose connection outlives the context its
+// Connect is called with. go-sdk's SSE client binds its event stream to that
+// context, which is the connect timeout here; the stream must instead live as
+// long as the server (life). The connect context still bounds the attempt.
+type longLived struct {
+	inner mcp.Transport
+	life  context.Context
+}
+
+func (l longLived) Connect(ctx context.Context) (mcp.Connection, error) {
+	cctx, cancel := context.WithCancel(l.life)
+	stop := context.AfterFunc(ctx, cancel)
+	conn, err := l.inner.Connect(cctx)
+	if !stop() {
+		// The connect context ended during the attempt.
+		if err == nil {
+			conn.Close()
+		}
+		cancel()
+		return nil, context.Cause(ctx)
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &cancelOnClose{Connection: conn, cancel: cancel}, nil
+}
+
+// cancelOnClose releases the connection's context when it is closed.
+type cancelOnClose struct {
+	mcp.Connection
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.Connection.Close()
+	c.cancel()
+	return err
 }
