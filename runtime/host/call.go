@@ -93,7 +93,12 @@ func (s *server) callTool(ctx context.Context, name string, args any, started fu
 	if !s.rt.faults.on(faultNoProbe) && s.probe(ctx, conn) {
 		return nil, err
 	}
-	before := s.triggerRestart("probe-failure", conn)
+	before, immediate := s.triggerRestart("probe-failure", conn)
+	if !immediate {
+		// Another trigger's loop, or a backoff sleep (a crash loop): the
+		// caller must not wait through it; report where the restart stands.
+		return nil, s.restartState(err)
+	}
 	ok, werr := s.awaitAttempt(ctx, before)
 	if werr != nil {
 		return nil, errors.Join(err, werr)
@@ -284,4 +289,23 @@ func connDone(s *server, c *connection) <-chan struct{} {
 		return nil
 	}
 	return c.ctx.Done()
+}
+
+// restartState reports a restart's state to a caller that will not wait for
+// it: in progress while an attempt runs or before the first one, failed with
+// the last cause during a backoff sleep after a failure.
+func (s *server) restartState(fallback error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.conn != nil:
+		return fallback
+	case s.restarting && !s.connecting && s.lastErr != nil:
+		return restartFailed(s.name, s.lastErr)
+	case s.restarting:
+		return restartInProgress(s.name)
+	case s.lastErr != nil:
+		return &ServerError{Code: CodeFailed, Server: s.name, Kind: ErrFailed, Cause: s.lastErr}
+	}
+	return fallback
 }

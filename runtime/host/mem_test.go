@@ -40,7 +40,7 @@ func (k killable) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := k.Transport.Connect(ctx)
 	if err == nil {
 		k.m.mu.Lock()
-		k.m.conns = append(k.m.conns, c)
+		k.m.conns = append(k.m.conns[:0], c) // keep only the latest
 		k.m.mu.Unlock()
 	}
 	return c, err
@@ -83,7 +83,7 @@ func (m *memServer) dial(ctx context.Context) (mcp.Transport, error) {
 		return nil, err
 	}
 	m.mu.Lock()
-	m.sessions = append(m.sessions, ss)
+	m.sessions = append(m.sessions[:0], ss) // keep only the latest
 	m.srv = srv
 	m.mu.Unlock()
 	return killable{ct, m}, nil

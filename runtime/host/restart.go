@@ -11,22 +11,24 @@ import (
 // triggerRestart starts the restart loop unless it is already running;
 // concurrent triggers share one loop. When old is not nil the loop first
 // closes that connection (a planned close, so its end is not taken for a
-// crash). It returns the number of attempts finished before the trigger, so
-// a caller can wait for the next outcome.
-func (s *server) triggerRestart(reason string, old *connection) int {
+// crash). It returns the number of attempts finished before the trigger and
+// whether this trigger started a loop whose first attempt runs at once, so a
+// caller knows whether waiting for the next outcome is short.
+func (s *server) triggerRestart(reason string, old *connection) (before int, immediate bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	before := s.attempts
+	before = s.attempts
 	if s.closed || s.restarting {
-		return before
+		return before, false
 	}
 	if old != nil && s.conn != old {
 		// Someone else already replaced that connection.
-		return before
+		return before, false
 	}
-	if _, ok := s.policy.Delay(s.step); !ok {
+	delay, ok := s.policy.Delay(s.step)
+	if !ok {
 		s.giveUpLocked()
-		return before
+		return before, false
 	}
 	s.restarting = true
 	if old != nil {
@@ -35,7 +37,7 @@ func (s *server) triggerRestart(reason string, old *connection) int {
 	}
 	s.setStateLocked(StateRestarting)
 	s.rt.goRun(func() { s.restartLoop(reason, old) })
-	return before
+	return before, delay == 0
 }
 
 func (s *server) giveUpLocked() {

@@ -93,10 +93,14 @@ func (sess *Session) StartReport() StartReport {
 	return sess.report
 }
 
-// attach acquires the configured servers and waits at the startup gate.
+// attach acquires the configured servers and waits at the startup gate. The
+// gate starts before the first acquire, so the time taken to acquire (and
+// read cached tools) counts against it.
 func (sess *Session) attach(ctx context.Context) error {
 	rt := sess.rt
 	cfg := rt.Config()
+	g := sess.openGate(len(cfg.Servers))
+	defer g.stop()
 	var entries []*server
 	for _, c := range cfg.Servers {
 		var s *server
@@ -115,7 +119,26 @@ func (sess *Session) attach(ctx context.Context) error {
 		}
 		entries = append(entries, s)
 	}
-	return sess.gate(ctx, entries)
+	return sess.gate(ctx, g, entries)
+}
+
+// startGate is the startup gate of one session start.
+type startGate struct {
+	start time.Time
+	c     <-chan time.Time
+	stop  func()
+}
+
+func (sess *Session) openGate(servers int) *startGate {
+	rt := sess.rt
+	timeout := rt.opts.StartupGate
+	g := &startGate{start: rt.clock.Now(), stop: func() {}}
+	if timeout > 0 {
+		t := rt.clock.NewTimer(timeout)
+		g.c, g.stop = t.C(), func() { t.Stop() }
+	}
+	sess.emit("", event.GateOpened, event.Int("servers", servers), event.Millis("timeout_ms", max(timeout, 0)))
+	return g
 }
 
 func (sess *Session) startPrivate(c *config.Server) (*server, error) {
@@ -143,23 +166,16 @@ func (s *server) addListener(sess *Session) {
 	sess.serverTools(s.name, slices.Clone(s.published))
 }
 
-func (sess *Session) gate(ctx context.Context, entries []*server) error {
+func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) error {
 	rt := sess.rt
 	sess.mu.Lock()
 	for _, s := range entries {
 		sess.servers[s.name] = s
 	}
 	sess.mu.Unlock()
-	timeout := rt.opts.StartupGate
-	start := rt.clock.Now()
-	var gateC <-chan time.Time
-	if timeout > 0 {
-		t := rt.clock.NewTimer(timeout)
-		defer t.Stop()
-		gateC = t.C()
-	}
-	sess.emit("", event.GateOpened, event.Int("servers", len(entries)), event.Millis("timeout_ms", max(timeout, 0)))
-	expired := timeout <= 0
+	start := g.start
+	gateC := g.c
+	expired := gateC == nil
 	for {
 		pending := 0
 		holding := 0

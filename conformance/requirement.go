@@ -1,0 +1,243 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+)
+
+// Level is the strength of a requirement, as in RFC 2119.
+type Level string
+
+// The levels. A failing SHOULD requirement fails the run like a MUST; an
+// implementation that deliberately departs from one records it in its
+// baseline with the reason.
+const (
+	Must   Level = "MUST"
+	Should Level = "SHOULD"
+)
+
+// Source names the seed statement a requirement comes from.
+type Source struct {
+	// Doc is the document: "seed 000" ... "seed 004" (/work/shared/seeds),
+	// "field failure N" (notes/field-failures.md) or "reference semantics"
+	// (notes/reference-semantics.md).
+	Doc string `json:"doc"`
+	// Quote is the statement, quoted or closely paraphrased.
+	Quote string `json:"quote"`
+}
+
+func (s Source) String() string { return s.Doc + ": " + s.Quote }
+
+// Requirement is one conformance requirement: one spec of the suite.
+type Requirement struct {
+	// ID is stable: a requirement keeps its id forever; a retired one is
+	// never reused. Form: <PROFILE>-<AREA>-<NNN>.
+	ID string `json:"id"`
+	// Level is MUST or SHOULD.
+	Level Level `json:"level"`
+	// Statement is one sentence containing the Level keyword.
+	Statement string `json:"statement"`
+	// Source is the seed statement the requirement comes from.
+	Source Source `json:"source"`
+	// Area groups related requirements (a ginkgo label).
+	Area string `json:"area"`
+	// Profile is the profile the requirement belongs to (a ginkgo label).
+	Profile driver.Profile `json:"profile"`
+	// Needs lists capabilities the requirement needs beyond those its
+	// profile requires.
+	Needs []driver.Capability `json:"needs,omitempty"`
+	// Timing marks requirements about durations: checked exactly with the
+	// virtual clock, within tolerance bands in real time.
+	Timing bool `json:"timing,omitempty"`
+}
+
+// Capabilities returns every capability the requirement needs: its
+// profile's and its own.
+func (r Requirement) Capabilities() []driver.Capability {
+	var out []driver.Capability
+	for _, p := range driver.Profiles() {
+		if p.Name == r.Profile {
+			out = append(out, p.Requires...)
+		}
+	}
+	for _, c := range r.Needs {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Labels returns the ginkgo labels of the requirement's spec: profile,
+// area and id.
+func (r Requirement) Labels() []string {
+	return []string{string(r.Profile), r.Area, r.ID}
+}
+
+var (
+	idPattern   = regexp.MustCompile(`^(CORE|GATE|SHARED|BOUNDED|REG|SEC)-[A-Z]+-[0-9]{3}$`)
+	areaPattern = regexp.MustCompile(`^[a-z][a-z-]*$`)
+	prefixes    = map[driver.Profile]string{
+		driver.ProfileCore:             "CORE",
+		driver.ProfileStartupGate:      "GATE",
+		driver.ProfileSharedRestart:    "SHARED",
+		driver.ProfileBoundedReconnect: "BOUNDED",
+		driver.ProfileRegistration:     "REG",
+		driver.ProfileSecurity:         "SEC",
+	}
+)
+
+// validate checks the requirement's own fields.
+func (r Requirement) validate() error {
+	prefix, ok := prefixes[r.Profile]
+	switch {
+	case !ok:
+		return fmt.Errorf("%s: unknown profile %q", r.ID, r.Profile)
+	case !idPattern.MatchString(r.ID) || !strings.HasPrefix(r.ID, prefix+"-"):
+		return fmt.Errorf("%s: id must look like %s-AREA-NNN", r.ID, prefix)
+	case r.Level != Must && r.Level != Should:
+		return fmt.Errorf("%s: level must be MUST or SHOULD", r.ID)
+	case !strings.Contains(r.Statement, string(r.Level)):
+		return fmt.Errorf("%s: the statement must say %s", r.ID, r.Level)
+	case !strings.HasSuffix(r.Statement, "."):
+		return fmt.Errorf("%s: the statement must be one sentence ending with a period", r.ID)
+	case r.Source.Doc == "" || r.Source.Quote == "":
+		return fmt.Errorf("%s: the source needs a document and a quote", r.ID)
+	case !areaPattern.MatchString(r.Area):
+		return fmt.Errorf("%s: area %q must be lower-case words", r.ID, r.Area)
+	}
+	known := map[driver.Capability]bool{}
+	for _, c := range driver.Capabilities() {
+		known[c.Name] = true
+	}
+	for _, c := range r.Needs {
+		if !known[c] {
+			return fmt.Errorf("%s: unknown capability %q", r.ID, c)
+		}
+	}
+	return nil
+}
+
+// registry holds every requirement, in declaration order.
+var registry []Requirement
+
+// register adds r to the registry; a bad or duplicate requirement panics at
+// package initialisation, so it can never reach a run.
+func register(r Requirement) {
+	if err := r.validate(); err != nil {
+		panic("conformance: " + err.Error())
+	}
+	for _, o := range registry {
+		if o.ID == r.ID {
+			panic("conformance: duplicate requirement id " + r.ID)
+		}
+	}
+	registry = append(registry, r)
+}
+
+// Requirements returns every requirement of the suite, sorted by profile
+// (in the protocol's order) and id.
+func Requirements() []Requirement {
+	order := map[driver.Profile]int{}
+	for i, p := range driver.Profiles() {
+		order[p.Name] = i
+	}
+	out := slices.Clone(registry)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Profile != out[j].Profile {
+			return order[out[i].Profile] < order[out[j].Profile]
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// Lookup returns the requirement with id.
+func Lookup(id string) (Requirement, bool) {
+	for _, r := range registry {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Requirement{}, false
+}
+
+// CatalogueJSON renders the golden catalogue (testdata/requirements.json).
+func CatalogueJSON() []byte {
+	type entry struct {
+		Requirement
+		Needs []driver.Capability `json:"needs"`
+	}
+	list := Requirements()
+	out := make([]entry, len(list))
+	for i, r := range list {
+		out[i] = entry{Requirement: r, Needs: r.Capabilities()}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// CatalogueMarkdown renders the requirements section of docs/CONFORMANCE.md.
+func CatalogueMarkdown() string {
+	var b strings.Builder
+	list := Requirements()
+	counts := map[driver.Profile]int{}
+	for _, r := range list {
+		counts[r.Profile]++
+	}
+	fmt.Fprintf(&b, "<!-- Rendered from the requirements in conformance/*.go; do not edit by hand. -->\n\n")
+	fmt.Fprintf(&b, "%d requirements:", len(list))
+	for i, p := range driver.Profiles() {
+		sep := ","
+		if i == len(driver.Profiles())-1 {
+			sep = "."
+		}
+		fmt.Fprintf(&b, " %s %d%s", p.Name, counts[p.Name], sep)
+	}
+	b.WriteString("\n")
+	for _, p := range driver.Profiles() {
+		fmt.Fprintf(&b, "\n### Profile `%s`\n\n", p.Name)
+		caps := make([]string, len(p.Requires))
+		for i, c := range p.Requires {
+			caps[i] = "`" + string(c) + "`"
+		}
+		fmt.Fprintf(&b, "Requires %s. Covers %s.\n\n", strings.Join(caps, ", "), p.Covers)
+		b.WriteString("| ID | Level | Requirement | Area | Source |\n|---|---|---|---|---|\n")
+		for _, r := range list {
+			if r.Profile != p.Name {
+				continue
+			}
+			stmt := r.Statement
+			if r.Timing {
+				stmt += " *(timing)*"
+			}
+			if len(r.Needs) > 0 {
+				needs := make([]string, len(r.Needs))
+				for i, c := range r.Needs {
+					needs[i] = "`" + string(c) + "`"
+				}
+				stmt += " Needs " + strings.Join(needs, ", ") + "."
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s: %s |\n", r.ID, r.Level, cell(stmt), r.Area, r.Source.Doc, cell(r.Source.Quote))
+		}
+	}
+	return b.String()
+}
+
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}

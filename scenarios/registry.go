@@ -1,0 +1,312 @@
+package scenarios
+
+import (
+	"github.com/mcplife/mcplife/runtime/driver"
+)
+
+// Command is one scenario command: its name, usage and description (the
+// source of the generated documentation) and its implementation.
+type Command struct {
+	Name string
+	// Usage is the synopsis, e.g. "advance DURATION".
+	Usage string
+	// Description says what the command does.
+	Description string
+	// Group orders the documentation: implementation, time, checks,
+	// fixture.
+	Group string
+	// Check tells that the command is a check: a scenario must run at least
+	// one check that passes.
+	Check bool
+	// Needs lists the capabilities the driver must announce for the
+	// command to work; scenarios using it guard with [!cap:NAME] skip.
+	Needs []driver.Capability
+
+	negatable bool
+	run       func(s *state, neg bool, args []string)
+}
+
+// Condition is one scenario condition, used as [NAME] or [!NAME] before a
+// command.
+type Condition struct {
+	Name        string
+	Usage       string
+	Description string
+}
+
+// Commands returns the scenario commands in documentation order.
+func Commands() []Command {
+	out := registry()
+	for i := range out {
+		out[i].run = nil
+	}
+	return out
+}
+
+// Conditions returns the scenario conditions.
+func Conditions() []Condition {
+	return []Condition{
+		{"cap", "[cap:NAME]", "The driver announces capability NAME (the vocabulary of docs/DRIVER.md; an unknown name is an error, not false). Scenarios start with `[!cap:NAME] skip 'needs NAME'` for every capability they rely on, so an implementation without it skips them with that reason."},
+		{"profile", "[profile:NAME]", "The driver claims conformance profile NAME."},
+		{"impl", "[impl:NAME]", "The implementation behind the driver is called NAME in its hello (the reference runtime is `mcplife`)."},
+		{"external", "[external]", "The driver runs as a separate process (`harness run -impl`, or the external half of the Go test) rather than in the harness process."},
+	}
+}
+
+// Groups of commands, in documentation order.
+const (
+	groupImpl    = "Driving the implementation"
+	groupTime    = "Virtual time"
+	groupChecks  = "Checks"
+	groupFixture = "Fixture processes and files"
+)
+
+// GroupOrder is the documentation order of command groups.
+var GroupOrder = []string{groupImpl, groupTime, groupChecks, groupFixture}
+
+// registry lists every command with its implementation.
+func registry() []Command {
+	return []Command{
+		{
+			Name:        "start",
+			Group:       groupImpl,
+			Usage:       "start [-clock virtual|real] [-inline FILE] [-config FILE[:LEVEL[:PROVIDER]]]... [-workspace DIR] [-home DIR] [-cache DIR] [-trusted] [-skip-project] [-env NAME[=VALUE]]... [OPTION=VALUE...]",
+			Description: "Starts the implementation under test through its driver (hello, then start). `-inline` names a JSON file of the archive mapping server names to server objects; `-config` adds an explicit config file (level `project` or `user`, default `user`; provider default `mcplife`). The config layer sees the script's initial environment ($WORK, PATH, HOME, ...) plus every `-env` variable (NAME alone takes the script's current value), so `${WORK}` works in config files. `-home` defaults to an empty `$WORK/.home`, so no real user config leaks in; there is no workspace unless `-workspace` names one. OPTION=VALUE pairs are start options of the driver protocol with JSON values, e.g. `toolTimeoutMs=1000 lateRegistration=true`. The clock is virtual unless `-clock real`.",
+			run:         cmdStart,
+		},
+		{
+			Name:        "open",
+			Group:       groupImpl,
+			Usage:       "open [-timeout DURATION] SESSION [&] | open [-timeout DURATION] SESSION [KEY=VALUE|KEY~REGEXP...]",
+			Description: "Opens a session (session.open) and prints its start report: `ready`, `failed`, `deferred`, `late` (sorted, comma-separated), `elapsed_ms` and `error.SERVER`. With a trailing `&` it returns at once and `collect open SESSION` waits for the report (session.open waits at the startup gate, so a scenario advances the clock meanwhile). KEY=VALUE (exact) and KEY~REGEXP expectations make it a check.",
+			Check:       true,
+			run:         cmdOpen,
+		},
+		{
+			Name:        "close",
+			Group:       groupImpl,
+			Usage:       "close SESSION [&]",
+			Description: "Closes a session (session.close). With `&` it returns at once; `collect close SESSION` waits for the answer.",
+			run:         cmdClose,
+		},
+		{
+			Name:        "tools",
+			Group:       groupImpl,
+			Usage:       "tools SESSION [count=N] [deferred=N] [has=NAME]... [lacks=NAME]... [names=LIST] [KEY~REGEXP]",
+			Description: "Lists a session's tools (tools.list), one per line: exposed name, server, raw tool name, and `deferred` when defined from the cache. Expectations: `count` and `deferred` (numbers of tools), `has`/`lacks` (an exposed name is / is not listed), `names` (the sorted, comma-separated list); they make it a check.",
+			Check:       true,
+			run:         cmdTools,
+		},
+		{
+			Name:        "call",
+			Group:       groupImpl,
+			Usage:       "call [-timeout-ms N] SESSION CALLID TOOL [ARGUMENTS-JSON]",
+			Description: "Starts a tool call by exposed name in the background (tool.call) and returns once the driver accepted it; `result CALLID` collects the outcome. `-timeout-ms` overrides the tool timeout of this call (0: none). CALLID is the harness's name for the call.",
+			run:         cmdCall,
+		},
+		{
+			Name:        "result",
+			Group:       groupImpl,
+			Usage:       "result [-timeout DURATION] CALLID [KEY=VALUE|KEY~REGEXP|KEY!=VALUE|KEY!~REGEXP...]",
+			Description: "Waits (in real time, default 10s) for the outcome of a call and prints it: `outcome` (ok, tool-error, error or aborted), `code` (the outcome code of a failed call, else the result's code), `text`, `isError`, `aborted`, `truncated`, `originalChars`, `signals`, `server`, `tool` and `message` (the error message). Expectations make it a check; a failed expectation prints the outcome and the trace tail.",
+			Check:       true,
+			run:         cmdResult,
+		},
+		{
+			Name:        "cancel",
+			Group:       groupImpl,
+			Usage:       "cancel CALLID [running=true|false]",
+			Description: "Cancels a call as its caller would (tool.cancel) and prints whether it was still running; with `running=` it is a check.",
+			Check:       true,
+			run:         cmdCancel,
+		},
+		{
+			Name:        "acquire",
+			Group:       groupImpl,
+			Usage:       "acquire ACQUIREID SERVER",
+			Description: "Starts acquiring a shared server (acquire) and returns once the driver accepted it; `acquired ACQUIREID` collects the outcome.",
+			Needs:       []driver.Capability{driver.CapAcquire},
+			run:         cmdAcquire,
+		},
+		{
+			Name:        "acquired",
+			Group:       groupImpl,
+			Usage:       "acquired [-timeout DURATION] ACQUIREID [ok=true|false] [code=CODE] [message~REGEXP]",
+			Description: "Waits for the outcome of an acquire and prints `ok`, `code` and `message`; expectations make it a check.",
+			Check:       true,
+			Needs:       []driver.Capability{driver.CapAcquire},
+			run:         cmdAcquired,
+		},
+		{
+			Name:        "release",
+			Group:       groupImpl,
+			Usage:       "release ACQUIREID",
+			Description: "Releases an acquired server, or cancels a pending acquire (release).",
+			Needs:       []driver.Capability{driver.CapAcquire},
+			run:         cmdRelease,
+		},
+		{
+			Name:        "status",
+			Group:       groupImpl,
+			Usage:       "status [SERVER [KEY=VALUE|KEY~REGEXP|KEY!=VALUE|KEY!~REGEXP...]]",
+			Description: "Prints the status of every server, or of one (status): `state`, `transport`, `tools`, `deferred`, `error`, `stderr`, `shared`, `refs`, `pid`, `connected`, `connectedAtMs`, `restartAttempts`, `policy`, `source.file`, `source.level`, `source.provider`, `warnings`. A server the status does not list has `state=absent`. Expectations on one server make it a check.",
+			Check:       true,
+			Needs:       []driver.Capability{driver.CapStatus},
+			run:         cmdStatus,
+		},
+		{
+			Name:        "reload",
+			Group:       groupImpl,
+			Usage:       "reload [&]",
+			Description: "Reloads: disconnects every server, rediscovers the configs and reconnects (reload). With `&`, `collect reload` waits for the answer.",
+			Needs:       []driver.Capability{driver.CapReload},
+			run:         cmdReload,
+		},
+		{
+			Name:        "disconnect",
+			Group:       groupImpl,
+			Usage:       "disconnect SERVER [&]",
+			Description: "Stops a server on purpose (server.disconnect); the answer comes once its process is gone, so for a server that ignores stdin EOF use `&`, advance the clock through the stop grace, then `collect disconnect SERVER`.",
+			Needs:       []driver.Capability{driver.CapDisconnect},
+			run:         cmdDisconnect,
+		},
+		{
+			Name:        "collect",
+			Group:       groupImpl,
+			Usage:       "collect [-timeout DURATION] open|close|disconnect|reload [ARG] [KEY=VALUE|KEY~REGEXP...]",
+			Description: "Waits for the answer of a request sent with `&` and prints it like the foreground command would; expectations (open's report keys) make it a check.",
+			Check:       true,
+			run:         cmdCollect,
+		},
+		{
+			Name:        "running",
+			Group:       groupChecks,
+			Usage:       "running open|close|disconnect|reload [ARG]",
+			Description: "Checks that a request sent with `&` has not been answered yet (e.g. a session start held at the startup gate).",
+			Check:       true,
+			run:         cmdRunning,
+		},
+		{
+			Name:        "signal",
+			Group:       groupImpl,
+			Usage:       "signal SERVER|JOURNAL SIGNAL",
+			Description: "Sends SIGNAL (SIGKILL, SIGTERM, SIGINT, SIGHUP, SIGSTOP, SIGCONT) to a server's process: the pid of SERVER from status (needs `status` and `journal-pid`), or of the latest launch recorded in JOURNAL (a path ending in `.journal`).",
+			run:         cmdSignal,
+		},
+		{
+			Name:        "shutdown",
+			Group:       groupImpl,
+			Usage:       "shutdown",
+			Description: "Shuts the implementation down (shutdown, then the driver exits) and checks that no process any fixture journal recorded (launches and spawned children) is still alive. Every script ends with the same shutdown and process check; this command makes it explicit and lets checks follow it.",
+			Check:       true,
+			run:         cmdShutdown,
+		},
+		{
+			Name:        "advance",
+			Group:       groupTime,
+			Usage:       "advance DURATION",
+			Description: "Advances the virtual clock (clock.advance) by a Go duration in whole milliseconds, e.g. `250ms`, `2s`, `1m`, and prints the new offset. Timers it passes fire; their follow-ups run asynchronously, so await the next announcing event before advancing again.",
+			Needs:       []driver.Capability{driver.CapVirtualClock},
+			run:         cmdAdvance,
+		},
+		{
+			Name:        "now",
+			Group:       groupTime,
+			Usage:       "now [DURATION]",
+			Description: "Prints the implementation's clock offset (clock.now); with DURATION it checks that the offset is exactly that.",
+			Check:       true,
+			run:         cmdNow,
+		},
+		{
+			Name:        "pending",
+			Group:       groupTime,
+			Usage:       "pending [DURATION...]",
+			Description: "Prints the time left until each pending timer of the virtual clock fires (clock.pending); with durations it checks that list exactly.",
+			Check:       true,
+			Needs:       []driver.Capability{driver.CapVirtualClock},
+			run:         cmdPending,
+		},
+		{
+			Name:        "await",
+			Group:       groupChecks,
+			Usage:       "await [-timeout DURATION] [-after MARK] [-n N] KIND [server=NAME] [session=NAME] [ATTR=VALUE...]",
+			Description: "Checks the events received so far, then waits (in real time, default 10s) for the N-th event (default 1) after MARK of kind KIND whose server, session and attributes equal the given values, and prints it. On timeout it fails naming what it waited for, with the tail of the trace and of every fixture journal.",
+			Check:       true,
+			run:         cmdAwait,
+		},
+		{
+			Name:        "await-journal",
+			Group:       groupChecks,
+			Usage:       "await-journal [-timeout DURATION] [-n N] JOURNAL KIND [FIELD=VALUE...]",
+			Description: "Waits (in real time, default 10s) until the fixture journal JOURNAL (relative to $WORK) holds N entries (default 1) of kind KIND whose fields equal the given values (`launch=N` selects a launch): the server's own evidence that it got that far, e.g. `hang-start` before advancing past a tool timeout. On timeout it fails like await.",
+			Check:       true,
+			run:         cmdAwaitJournal,
+		},
+		{
+			Name:        "count",
+			Group:       groupChecks,
+			Usage:       "count [-after MARK] N|>=N|<=N KIND [server=NAME] [session=NAME] [ATTR=VALUE...]",
+			Description: "Checks how many events received so far (after MARK) match. It does not wait: count after awaiting the event that settles what is counted.",
+			Check:       true,
+			run:         cmdCount,
+		},
+		{
+			Name:        "count-journal",
+			Group:       groupChecks,
+			Usage:       "count-journal JOURNAL N|>=N|<=N KIND [FIELD=VALUE...]",
+			Description: "Checks how many entries of the fixture journal JOURNAL match, e.g. `count-journal fx.journal 1 launch` for exactly one process launch.",
+			Check:       true,
+			run:         cmdCountJournal,
+		},
+		{
+			Name:        "mark",
+			Group:       groupChecks,
+			Usage:       "mark NAME",
+			Description: "Remembers the latest event received, so that `await -after NAME`, `count -after NAME` and `cmp-trace -after NAME` only consider later events.",
+			run:         cmdMark,
+		},
+		{
+			Name:        "trace",
+			Group:       groupChecks,
+			Usage:       "trace [-kinds LIST] [-server NAME] [-session NAME] [-after MARK]",
+			Description: "Prints the normalized trace: one line per event with its virtual offset, kind, server, session and sorted attributes, without pids, commands, error texts, exit statuses or call ids, and with $WORK for the work directory. `-kinds` is a comma-separated list of kinds or `family.*` patterns.",
+			run:         cmdTrace,
+		},
+		{
+			Name:        "cmp-trace",
+			Group:       groupChecks,
+			Usage:       "cmp-trace [-kinds LIST] [-server NAME] [-session NAME] [-after MARK] SECTION",
+			Description: "Compares the normalized trace (filtered as for trace) with the golden file SECTION of the archive and fails with a diff. With `go test ./scenarios -update` or MCPLIFE_UPDATE_GOLDEN=1 it rewrites the section instead. Filter the kinds so that only events whose order the scenario determines are compared.",
+			Check:       true,
+			run:         cmdCmpTrace,
+		},
+		{
+			Name:        "journal",
+			Group:       groupFixture,
+			Usage:       "journal JOURNAL [KIND]",
+			Description: "Prints the entries of a fixture journal (all, or of one kind) without pids and times.",
+			run:         cmdJournal,
+		},
+		{
+			Name:        "fixture-state",
+			Group:       groupFixture,
+			Usage:       "fixture-state FILE [phase=P] [failOnStart=BOOL] [remainingInitFails=N] [remainingRestartFails=N]",
+			Description: "Prints the fixture state file FILE (MCP_FIXTURE_STATE_FILE) and rewrites the given fields, e.g. `failOnStart=false` to let a failing server start again.",
+			run:         cmdFixtureState,
+		},
+		{
+			Name:        "fixture-serve",
+			Group:       groupFixture,
+			Usage:       "fixture-serve NAME [KNOB=VALUE...]",
+			Description: "Starts `mcp-fixture` as a remote (http or sse, MCP_FIXTURE_TRANSPORT, default http) server with the given knobs, waits until it listens, and sets $NAME_URL to its endpoint (`http://ADDR/mcp` or `http://ADDR/sse`). Run again for the same NAME after it exited, it listens on the same address, so the implementation can reconnect. The process is killed when the script ends.",
+			run:         cmdFixtureServe,
+		},
+		{
+			Name:        "fixture-stop",
+			Group:       groupFixture,
+			Usage:       "fixture-stop NAME [SIGNAL]",
+			Description: "Sends SIGNAL (default SIGTERM) to a fixture started with fixture-serve and waits until it has exited.",
+			run:         cmdFixtureStop,
+		},
+	}
+}

@@ -1,0 +1,267 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+)
+
+// UpdateEnv is the environment variable that, set to a non-empty value, makes
+// cmp-trace rewrite the golden sections of the scenario files instead of
+// failing (as -update does).
+const UpdateEnv = "MCPLIFE_UPDATE_GOLDEN"
+
+// Defaults of Options.
+const (
+	DefaultAwaitTimeout    = 10 * time.Second
+	DefaultShutdownTimeout = 2 * time.Second
+)
+
+// Options configures a run of scenarios.
+type Options struct {
+	// Driver is the command line of an external driver (docs/DRIVER.md);
+	// empty runs the reference driver (runtime/host) in this process.
+	Driver []string
+	// DriverEnv is the environment of an external driver; nil inherits
+	// this process's.
+	DriverEnv []string
+	// Capabilities, when not nil, restricts what the in-process reference
+	// driver announces (tests of the harness use it).
+	Capabilities []driver.Capability
+	// Update makes cmp-trace rewrite golden sections of the script files in
+	// place instead of failing. Only useful when the scripts are the
+	// source files.
+	Update bool
+	// AwaitTimeout is the default real-time limit of every wait (await,
+	// result, collect, ...); zero means DefaultAwaitTimeout.
+	AwaitTimeout time.Duration
+	// ShutdownTimeout bounds, in real time, the graceful part of the
+	// in-process driver's shutdown; zero means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// OnScript, when set, is called at the end of every script with what
+	// it covered.
+	OnScript func(ScriptResult)
+}
+
+// ScriptResult is what one script covered.
+type ScriptResult struct {
+	Name string
+	// Virtual is the implementation's clock offset when the script ended:
+	// the virtual time it covered.
+	Virtual time.Duration
+	// Checks counts the checks that passed.
+	Checks int
+	// External tells that the implementation ran behind a separate driver
+	// process.
+	External bool
+}
+
+// runConfig is the shared configuration of one run.
+type runConfig struct {
+	opts         Options
+	hello        *driver.HelloResult
+	awaitTimeout time.Duration
+	closeTimeout time.Duration
+	goneTimeout  time.Duration
+	updateMu     sync.Mutex
+}
+
+// VersionError is returned by Probe for a driver that speaks another
+// protocol version.
+type VersionError = driver.VersionError
+
+// Probe starts the implementation's driver once, says hello and shuts it
+// down, returning what it announced. It fails when the driver cannot be
+// started, does not answer, or speaks another protocol version
+// (*driver.VersionError) or an unknown vocabulary.
+func Probe(ctx context.Context, opts Options) (*driver.HelloResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var stderr lockedBuffer
+	c, err := startDriver(ctx, opts, &stderr)
+	if err != nil {
+		return nil, err
+	}
+	h, herr := c.Hello(ctx)
+	cerr := c.Close(ctx)
+	if herr != nil {
+		if t := tailLines(stderr.String(), 5); t != "" && !errors.As(herr, new(*driver.VersionError)) {
+			herr = fmt.Errorf("%w\ndriver stderr:\n%s", herr, t)
+		}
+		return nil, herr
+	}
+	_ = cerr
+	return h, nil
+}
+
+// startDriver starts the driver of opts: in process or the external command.
+func startDriver(ctx context.Context, opts Options, stderr io.Writer) (*driver.Client, error) {
+	if len(opts.Driver) == 0 {
+		st := opts.ShutdownTimeout
+		if st <= 0 {
+			st = DefaultShutdownTimeout
+		}
+		return driver.StartInProcess(ctx, driver.ServeOptions{Capabilities: opts.Capabilities, ShutdownTimeout: st})
+	}
+	return driver.StartCommand(ctx, opts.Driver, opts.DriverEnv, stderr)
+}
+
+// Params returns the testscript parameters that run scripts against the
+// implementation whose hello is given (from Probe): the commands, the
+// conditions and a Setup that prepares each script and checks it when it
+// ends. dir is the directory of the scripts.
+func Params(dir string, opts Options, hello *driver.HelloResult) testscript.Params {
+	rc := &runConfig{
+		opts:         opts,
+		hello:        hello,
+		awaitTimeout: opts.AwaitTimeout,
+		closeTimeout: 15 * time.Second,
+		goneTimeout:  5 * time.Second,
+	}
+	if rc.awaitTimeout <= 0 {
+		rc.awaitTimeout = DefaultAwaitTimeout
+	}
+	if os.Getenv(UpdateEnv) != "" {
+		rc.opts.Update = true
+	}
+	cmds := map[string]func(*testscript.TestScript, bool, []string){}
+	for _, c := range registry() {
+		cmds[c.Name] = func(ts *testscript.TestScript, neg bool, args []string) {
+			s := stateOf(ts)
+			if neg && !c.negatable {
+				s.fatalf("unsupported: ! %s (use count 0 ... to check that something did not happen)", c.Name)
+			}
+			c.run(s, neg, args)
+		}
+	}
+	return testscript.Params{
+		Dir:                 dir,
+		Cmds:                cmds,
+		Condition:           rc.condition,
+		Setup:               rc.setup,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+	}
+}
+
+// setup prepares one script: its state, an empty home directory, and the
+// checks that run when it ends.
+func (rc *runConfig) setup(env *testscript.Env) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &state{
+		run:     rc,
+		work:    env.WorkDir,
+		env:     env,
+		ctx:     ctx,
+		cancel:  cancel,
+		pending: map[string]*bgRequest{},
+		marks:   map[string]uint64{},
+		updates: map[string]string{},
+		served:  map[string]*served{},
+	}
+	env.Values[stateKey{}] = s
+	if err := os.MkdirAll(filepath.Join(env.WorkDir, ".home"), 0o755); err != nil {
+		return err
+	}
+	name := filepath.Base(env.WorkDir)
+	name = strings.TrimPrefix(name, "script-")
+	t := env.T()
+	env.Defer(func() { rc.finish(s, t, name) })
+	return nil
+}
+
+type failedT interface{ Failed() bool }
+type skippedT interface{ Skipped() bool }
+
+// finish runs when a script ends (passed, failed or skipped): it shuts the
+// implementation down, reports processes left behind, enforces that the
+// script checked something, and writes golden updates.
+func (rc *runConfig) finish(s *state, t testscript.T, name string) {
+	defer s.cancel()
+	failed := false
+	if f, ok := t.(failedT); ok {
+		failed = f.Failed()
+	}
+	skipped := false
+	if sk, ok := t.(skippedT); ok {
+		skipped = sk.Skipped()
+	}
+	var problems []string
+	if failed && s.printedAt == 0 && s.client != nil {
+		t.Log("state of the implementation when the script failed:\n" + s.tails())
+	}
+	left, err := s.shutdown()
+	if err != nil && !failed {
+		problems = append(problems, fmt.Sprintf("shutting the implementation down: %v", err))
+	}
+	if len(left) > 0 {
+		problems = append(problems, "processes left behind after shutdown (killed now): "+strings.Join(left, ", "))
+	}
+	if !failed && !skipped && s.checks == 0 {
+		problems = append(problems, "the scenario ended without checking anything: use await, count, result ... key=value, status ... key=value, cmp-trace or shutdown (builtin stdout/cmp do not count)")
+	}
+	if !failed && len(s.updates) > 0 {
+		if err := rc.writeUpdates(name, s.updates); err != nil {
+			problems = append(problems, err.Error())
+		} else {
+			t.Log(fmt.Sprintf("golden sections rewritten: %s", strings.Join(slices.Sorted(mapsKeys(s.updates)), ", ")))
+		}
+	}
+	if rc.opts.OnScript != nil {
+		rc.opts.OnScript(ScriptResult{Name: name, Virtual: s.lastNow, Checks: s.checks, External: len(rc.opts.Driver) > 0})
+	}
+	if len(problems) > 0 && !failed {
+		t.Log("FAIL: " + strings.Join(problems, "\nFAIL: "))
+		t.FailNow()
+	} else if len(problems) > 0 {
+		t.Log(strings.Join(problems, "\n"))
+	}
+}
+
+func mapsKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// condition evaluates the scenario conditions.
+func (rc *runConfig) condition(cond string) (bool, error) {
+	name, arg, _ := strings.Cut(cond, ":")
+	switch name {
+	case "cap":
+		for _, c := range driver.Capabilities() {
+			if string(c.Name) == arg {
+				return rc.hello.Has(c.Name), nil
+			}
+		}
+		return false, fmt.Errorf("unknown capability %q (the vocabulary of %s is listed in docs/DRIVER.md)", arg, driver.ProtocolVersion)
+	case "profile":
+		for _, p := range driver.Profiles() {
+			if string(p.Name) == arg {
+				return rc.hello.Claims(p.Name), nil
+			}
+		}
+		return false, fmt.Errorf("unknown profile %q", arg)
+	case "impl":
+		return rc.hello.Implementation.Name == arg, nil
+	case "external":
+		if arg != "" {
+			return false, fmt.Errorf("condition external takes no argument")
+		}
+		return len(rc.opts.Driver) > 0, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
+}

@@ -1,0 +1,347 @@
+package scenarios
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/proctest"
+)
+
+// stateKey is the key of a script's state in testscript's Values.
+type stateKey struct{}
+
+// state is what the commands of one script share.
+type state struct {
+	run  *runConfig
+	ts   *testscript.TestScript
+	work string
+	env  *testscript.Env
+
+	ctx    context.Context // ends when the script ends
+	cancel context.CancelFunc
+
+	client    *driver.Client
+	hello     *driver.HelloResult
+	stderr    *lockedBuffer // the external driver's stderr
+	closed    bool          // shutdown ran
+	lastNow   time.Duration // the last virtual clock offset seen
+	checks    int
+	pending   map[string]*bgRequest
+	marks     map[string]uint64
+	updates   map[string]string // golden section -> new content
+	served    map[string]*served
+	printedAt int // the checks count when tails were last printed
+}
+
+// bgRequest is a request sent with "&" whose outcome is collected later.
+type bgRequest struct {
+	verb, arg string
+	p         *driver.PendingRequest
+	result    any
+	render    func(s *state, result any) map[string]string
+}
+
+// served is a fixture process the script started itself (fixture-serve).
+type served struct {
+	name    string
+	addr    string
+	url     string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	stderr  *lockedBuffer
+	journal string
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func stateOf(ts *testscript.TestScript) *state {
+	s, _ := ts.Value(stateKey{}).(*state)
+	if s == nil {
+		ts.Fatalf("scenario state missing: run scripts with the scenarios package's Params")
+	}
+	s.ts = ts
+	return s
+}
+
+// fatalf fails the script.
+func (s *state) fatalf(format string, args ...any) {
+	s.ts.Fatalf(format, args...)
+}
+
+// fatalWithTails fails the script, printing the tails of the trace and of
+// every fixture journal after the message.
+func (s *state) fatalWithTails(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.printedAt = s.checks + 1
+	s.ts.Fatalf("%s\n%s", msg, s.tails())
+}
+
+// check counts a successful check.
+func (s *state) check() { s.checks++ }
+
+// requireClient returns the driver client or fails: start must run first.
+func (s *state) requireClient(cmd string) *driver.Client {
+	if s.client == nil {
+		s.fatalf("%s: no implementation is running: use start first", cmd)
+	}
+	if s.closed {
+		s.fatalf("%s: the implementation was shut down", cmd)
+	}
+	return s.client
+}
+
+// timeoutCtx bounds one wait in real time.
+func (s *state) timeoutCtx(d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		d = s.run.awaitTimeout
+	}
+	return context.WithTimeout(s.ctx, d)
+}
+
+// request sends a request and waits for its answer within the default
+// real-time limit; a failure fails the script.
+func (s *state) request(method string, params, result any) {
+	c := s.requireClient(method)
+	ctx, cancel := s.timeoutCtx(0)
+	defer cancel()
+	if err := c.Request(ctx, method, params, result); err != nil {
+		s.requestFailed(method, err)
+	}
+}
+
+func (s *state) requestFailed(method string, err error) {
+	var re *driver.RemoteError
+	if errors.As(err, &re) && re.Code == string(driver.CodeUnsupported) {
+		s.fatalf("%s: the driver answered unsupported (%s): guard the scenario with the capability it needs, e.g. [!cap:NAME] skip", method, re.Message)
+	}
+	s.fatalWithTails("%s: %v", method, err)
+}
+
+// now returns the implementation's clock offset.
+func (s *state) now() time.Duration {
+	c := s.requireClient("now")
+	ctx, cancel := s.timeoutCtx(0)
+	defer cancel()
+	d, err := c.Now(ctx)
+	if err != nil {
+		s.requestFailed("clock.now", err)
+	}
+	s.lastNow = d
+	return d
+}
+
+// journalPath resolves a journal (or state) file named by the script.
+func (s *state) path(name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(s.work, name)
+}
+
+// journals returns every *.journal file under $WORK (two levels deep).
+func (s *state) journals() []string {
+	var out []string
+	for _, pat := range []string{"*.journal", "*/*.journal"} {
+		m, _ := filepath.Glob(filepath.Join(s.work, pat))
+		out = append(out, m...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// readJournal reads a journal, failing the script on a broken file.
+func (s *state) readJournal(file string) []fixture.Entry {
+	es, err := fixture.ReadJournal(s.path(file))
+	if err != nil {
+		s.fatalf("%v", err)
+	}
+	return es
+}
+
+const tailEvents = 25
+const tailJournal = 12
+
+// tails renders the end of the trace and of every journal, for failure
+// messages.
+func (s *state) tails() string {
+	var b strings.Builder
+	if s.client != nil {
+		evs := s.client.Events()
+		start := max(len(evs)-tailEvents, 0)
+		fmt.Fprintf(&b, "--- trace: last %d of %d events ---\n", len(evs)-start, len(evs))
+		for _, e := range evs[start:] {
+			b.WriteString(s.sanitize(e.String()) + "\n")
+		}
+		if p := s.client.Problems(); len(p) > 0 {
+			fmt.Fprintf(&b, "--- driver protocol problems ---\n")
+			for _, err := range p {
+				fmt.Fprintf(&b, "%v\n", err)
+			}
+		}
+	} else {
+		b.WriteString("--- trace: no implementation was started ---\n")
+	}
+	for _, j := range s.journals() {
+		es, err := fixture.ReadJournal(j)
+		rel, _ := filepath.Rel(s.work, j)
+		if err != nil {
+			fmt.Fprintf(&b, "--- journal %s: %v ---\n", rel, err)
+			continue
+		}
+		start := max(len(es)-tailJournal, 0)
+		fmt.Fprintf(&b, "--- journal %s: last %d of %d entries ---\n", rel, len(es)-start, len(es))
+		for _, e := range es[start:] {
+			b.WriteString(s.sanitize(journalLine(e)) + "\n")
+		}
+	}
+	if s.stderr != nil {
+		if t := tailLines(s.stderr.String(), 10); t != "" {
+			fmt.Fprintf(&b, "--- driver stderr (tail) ---\n%s\n", t)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sanitize replaces the work directory with $WORK.
+func (s *state) sanitize(v string) string {
+	if s.work == "" {
+		return v
+	}
+	return strings.ReplaceAll(v, s.work, "$WORK")
+}
+
+// journalLine renders a journal entry without pid and time.
+func journalLine(e fixture.Entry) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#%d launch=%d %s", e.Seq, e.Launch, e.Kind)
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := fieldString(e.Fields[k])
+		if strings.ContainsAny(v, " \t\n\"") || v == "" {
+			v = fmt.Sprintf("%q", v)
+		}
+		fmt.Fprintf(&b, " %s=%s", k, v)
+	}
+	return b.String()
+}
+
+// processes returns the pids every journal recorded (launches and spawned
+// children).
+func (s *state) processes() map[int]string {
+	pids := map[int]string{}
+	for _, j := range s.journals() {
+		es, _ := fixture.ReadJournal(j)
+		rel, _ := filepath.Rel(s.work, j)
+		for _, e := range es {
+			switch e.Kind {
+			case "launch":
+				pids[e.PID] = fmt.Sprintf("fixture launch %d of %s", e.Launch, rel)
+			case "child-started":
+				if c := e.Int("childPid"); c > 0 {
+					pids[c] = fmt.Sprintf("child of fixture launch %d of %s", e.Launch, rel)
+				}
+			}
+		}
+	}
+	return pids
+}
+
+// shutdown closes the driver (every server with it) and reports the
+// processes from the journals that are still alive, killing them.
+func (s *state) shutdown() (left []string, err error) {
+	if s.client != nil && !s.closed {
+		s.closed = true
+		ctx, cancel := context.WithTimeout(context.Background(), s.run.closeTimeout)
+		if d, nerr := s.client.Now(ctx); nerr == nil {
+			s.lastNow = d
+		}
+		err = s.client.Close(ctx)
+		cancel()
+	}
+	for _, sv := range s.served {
+		sv.stop()
+	}
+	pids := s.processes()
+	ctx, cancel := context.WithTimeout(context.Background(), s.run.goneTimeout)
+	defer cancel()
+	keys := make([]int, 0, len(pids))
+	for pid := range pids {
+		keys = append(keys, pid)
+	}
+	sort.Ints(keys)
+	for _, pid := range keys {
+		if pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if werr := proctest.WaitGone(ctx, pid); werr != nil {
+			left = append(left, fmt.Sprintf("pid %d (%s)", pid, pids[pid]))
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return left, err
+}
+
+// stop kills a served fixture and waits for it.
+func (sv *served) stop() {
+	select {
+	case <-sv.done:
+		return
+	default:
+	}
+	_ = sv.cmd.Process.Signal(syscall.SIGKILL)
+	<-sv.done
+}
+
+// matchEvents returns the events after after that match m.
+func matchEvents(evs []event.Event, after uint64, m event.Matcher) []event.Event {
+	var out []event.Event
+	for _, e := range evs {
+		if e.Seq > after && m.Match(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
