@@ -51,9 +51,21 @@ type state struct {
 // bgRequest is a request sent with "&" whose outcome is collected later.
 type bgRequest struct {
 	verb, arg string
-	p         *driver.PendingRequest
+	method    string
 	result    any
 	render    func(s *state, result any) map[string]string
+	done      chan struct{} // closed when the answer (or an error) arrived
+	err       error         // set before done is closed
+}
+
+// finished reports whether the answer arrived.
+func (r *bgRequest) finished() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // served is a fixture process the script started itself (fixture-serve).

@@ -70,7 +70,9 @@ type Options struct {
 	// ConnectConcurrency caps concurrent connect attempts (default 8).
 	ConnectConcurrency int
 	// StartupGate bounds how long session start waits for servers (default
-	// 250 ms). A negative value means do not wait at all.
+	// 250 ms). A negative value closes the gate at once: servers still
+	// pending are then deferred, registered late or held exactly as after
+	// the gate fired.
 	StartupGate time.Duration
 	// LateRegistration makes servers that are still pending at the gate and
 	// have no cache register their tools when they arrive, instead of holding

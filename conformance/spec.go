@@ -1,0 +1,120 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+)
+
+// specTimeout bounds one spec in real time; nothing waits on it unless an
+// implementation hangs in a way the per-wait timeouts do not catch.
+const specTimeout = 3 * time.Minute
+
+// Spec declares the requirement r and its spec: a ginkgo It labelled with
+// the requirement's profile, area and id, whose body runs against a fresh
+// driver. Declaring both from one value is what keeps the catalogue and the
+// specs from drifting apart.
+func Spec(r Requirement, body func(h *H)) bool {
+	register(r)
+	return ginkgo.It(r.ID+": "+r.Statement, ginkgo.Label(r.Labels()...), ginkgo.SpecTimeout(specTimeout),
+		func(ctx ginkgo.SpecContext) {
+			if suite == nil {
+				ginkgo.Fail("the conformance suite must be started with conformance.Run")
+			}
+			if why := suite.notApplicable(r); why != "" {
+				ginkgo.Skip(why)
+			}
+			ginkgo.AddReportEntry("requirement", ginkgo.ReportEntryVisibilityNever,
+				fmt.Sprintf("%s %s: %s (source: %s)", r.ID, r.Level, r.Statement, r.Source))
+			ginkgo.AddReportEntry("clock", ginkgo.ReportEntryVisibilityNever, suite.modeString())
+			h := newH(ctx, r, suite)
+			ginkgo.DeferCleanup(h.teardown)
+			body(h)
+		})
+}
+
+// Source of an observation: where the evidence was seen.
+type Evidence string
+
+// The sources of evidence, strongest first. The fixture journal is what the
+// server itself saw; process state is what the OS says; events and results
+// are what the implementation says about itself.
+const (
+	Journal Evidence = "journal"
+	Process Evidence = "process"
+	Events  Evidence = "events"
+	Response Evidence = "response"
+)
+
+// observation is one proven check.
+type observation struct {
+	src   Evidence
+	claim string
+	seen  string
+}
+
+func (o observation) String() string {
+	if o.seen == "" {
+		return fmt.Sprintf("[%s] %s", o.src, o.claim)
+	}
+	return fmt.Sprintf("[%s] %s (%s)", o.src, o.claim, o.seen)
+}
+
+// Claim is a check a spec declares before it can prove it. A claim starts
+// failed: the spec fails unless it is verified before the spec ends.
+type Claim struct {
+	h     *H
+	src   Evidence
+	text  string
+	proof *observation
+}
+
+// Claim declares a check that must be proven before the spec ends.
+func (h *H) Claim(src Evidence, text string) *Claim {
+	c := &Claim{h: h, src: src, text: text}
+	h.claims = append(h.claims, c)
+	return c
+}
+
+// Verify proves the claim when ok, and fails the spec otherwise.
+func (c *Claim) Verify(ok bool, format string, args ...any) {
+	ginkgo.GinkgoHelper()
+	seen := fmt.Sprintf(format, args...)
+	if !ok {
+		c.h.fail("%s: %s: got %s", c.src, c.text, seen)
+	}
+	o := observation{src: c.src, claim: c.text, seen: seen}
+	c.proof = &o
+	c.h.observed = append(c.h.observed, o)
+}
+
+// Verify checks one claim at once: when ok it records the observation as
+// evidence, otherwise it fails the spec saying what was seen instead.
+func (h *H) Verify(src Evidence, ok bool, claim string, format string, args ...any) {
+	ginkgo.GinkgoHelper()
+	h.Claim(src, claim).Verify(ok, format, args...)
+}
+
+// checkEvidence fails a spec that proved nothing, or left claims unproven.
+func (h *H) checkEvidence() {
+	var unproven []string
+	for _, c := range h.claims {
+		if c.proof == nil {
+			unproven = append(unproven, c.text)
+		}
+	}
+	if len(unproven) > 0 {
+		h.fail("unproven claims: %s", strings.Join(unproven, "; "))
+	}
+	strong := 0
+	for _, o := range h.observed {
+		if o.src != Response {
+			strong++
+		}
+	}
+	if strong == 0 {
+		h.fail("the spec observed no evidence in the fixture journal, the processes or the events")
+	}
+}

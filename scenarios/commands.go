@@ -1,0 +1,978 @@
+package scenarios
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+)
+
+// usage returns the usage line of a command.
+func usage(name string) string {
+	for _, c := range registry() {
+		if c.Name == name {
+			return c.Usage
+		}
+	}
+	return name
+}
+
+// parseFlags parses the leading flags of a command's arguments.
+func (s *state) parseFlags(cmd string, args []string, define func(fs *flag.FlagSet)) []string {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if define != nil {
+		define(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		s.fatalf("%s: %v\nusage: %s", cmd, err, usage(cmd))
+	}
+	return fs.Args()
+}
+
+func (s *state) usageError(cmd string) {
+	s.fatalf("usage: %s", usage(cmd))
+}
+
+// background reports whether args end with "&" and strips it.
+func background(args []string) ([]string, bool) {
+	if n := len(args); n > 0 && args[n-1] == "&" {
+		return args[:n-1], true
+	}
+	return args, false
+}
+
+// ---- expectations ----
+
+// expectation is KEY=VALUE, KEY!=VALUE, KEY~REGEXP or KEY!~REGEXP.
+type expectation struct {
+	key, op, want string
+	re            *regexp.Regexp
+}
+
+var expRE = regexp.MustCompile(`^([A-Za-z0-9_.:-]+)(!=|!~|=|~)(.*)$`)
+
+func (s *state) parseExpectations(cmd string, args []string) []expectation {
+	var out []expectation
+	for _, a := range args {
+		m := expRE.FindStringSubmatch(a)
+		if m == nil {
+			s.fatalf("%s: %q is not an expectation KEY=VALUE, KEY!=VALUE, KEY~REGEXP or KEY!~REGEXP\nusage: %s", cmd, a, usage(cmd))
+		}
+		e := expectation{key: m[1], op: m[2], want: m[3]}
+		if e.op == "~" || e.op == "!~" {
+			re, err := regexp.Compile(e.want)
+			if err != nil {
+				s.fatalf("%s: %s: %v", cmd, a, err)
+			}
+			e.re = re
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (e expectation) holds(got string) bool {
+	switch e.op {
+	case "=":
+		return got == e.want
+	case "!=":
+		return got != e.want
+	case "~":
+		return e.re.MatchString(got)
+	default:
+		return !e.re.MatchString(got)
+	}
+}
+
+func (e expectation) String() string { return e.key + e.op + e.want }
+
+// expect checks expectations against a rendered outcome; it counts one
+// check when there are any.
+func (s *state) expect(cmd, what string, got map[string]string, exps []expectation) {
+	if len(exps) == 0 {
+		return
+	}
+	var bad []string
+	for _, e := range exps {
+		v, ok := got[e.key]
+		if !ok {
+			known := slices.Sorted(mapKeys(got))
+			if !strings.Contains(e.key, ".") || !isDynamicKey(e.key) {
+				s.fatalf("%s: unknown key %q in expectation %s (keys: %s)", cmd, e.key, e, strings.Join(known, ", "))
+			}
+		}
+		if !e.holds(v) {
+			bad = append(bad, fmt.Sprintf("%s: got %q", e, v))
+		}
+	}
+	if len(bad) > 0 {
+		s.fatalWithTails("%s %s: expectation failed:\n  %s\n%s", cmd, what, strings.Join(bad, "\n  "), renderMap(got))
+	}
+	s.check()
+}
+
+// isDynamicKey tells keys that may be absent: error.SERVER and the like.
+func isDynamicKey(k string) bool {
+	return strings.HasPrefix(k, "error.")
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func renderMap(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(mapKeys(m)) {
+		v := m[k]
+		if strings.Contains(v, "\n") || len(v) > 300 {
+			v = strconv.Quote(truncate(v, 300))
+		}
+		fmt.Fprintf(&b, "%s: %s\n", k, v)
+	}
+	return b.String()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
+func (s *state) print(m map[string]string) {
+	fmt.Fprint(s.ts.Stdout(), s.sanitize(renderMap(m)))
+}
+
+// ---- start ----
+
+func cmdStart(s *state, _ bool, args []string) {
+	if s.client != nil {
+		s.fatalf("start: the implementation is already started")
+	}
+	var clockMode, inline, workspace, home, cacheDir string
+	var trusted, skipProject bool
+	var configs, envs multiFlag
+	rest := s.parseFlags("start", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&clockMode, "clock", driver.ClockVirtual, "")
+		fs.StringVar(&inline, "inline", "", "")
+		fs.StringVar(&workspace, "workspace", "", "")
+		fs.StringVar(&home, "home", ".home", "")
+		fs.StringVar(&cacheDir, "cache", "", "")
+		fs.BoolVar(&trusted, "trusted", false, "")
+		fs.BoolVar(&skipProject, "skip-project", false, "")
+		fs.Var(&configs, "config", "")
+		fs.Var(&envs, "env", "")
+	})
+	p := driver.StartParams{
+		Clock:             clockMode,
+		Home:              s.path(home),
+		Trusted:           trusted,
+		SkipProjectConfig: skipProject,
+	}
+	if workspace != "" {
+		p.Workspace = s.path(workspace)
+	}
+	if cacheDir != "" {
+		p.CacheDir = s.path(cacheDir)
+	}
+	if inline != "" {
+		data, err := os.ReadFile(s.path(inline))
+		if err != nil {
+			s.fatalf("start: -inline: %v", err)
+		}
+		if err := json.Unmarshal(data, &p.Inline); err != nil {
+			s.fatalf("start: -inline %s: want a JSON object mapping server names to server objects: %v", inline, err)
+		}
+	}
+	for _, c := range configs {
+		parts := strings.SplitN(c, ":", 3)
+		f := driver.ConfigFile{Path: s.path(parts[0]), Level: "user"}
+		if len(parts) > 1 {
+			f.Level = parts[1]
+		}
+		if len(parts) > 2 {
+			f.Provider = parts[2]
+		}
+		p.ConfigFiles = append(p.ConfigFiles, f)
+	}
+	p.Env = map[string]string{}
+	for _, kv := range s.env.Vars {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			p.Env[k] = v
+		}
+	}
+	for _, e := range envs {
+		k, v, ok := strings.Cut(e, "=")
+		if !ok {
+			v = s.ts.Getenv(k)
+		}
+		p.Env[k] = v
+	}
+	if len(rest) > 0 {
+		opts := map[string]json.RawMessage{}
+		for _, kv := range rest {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				s.fatalf("start: %q is not OPTION=VALUE\nusage: %s", kv, usage("start"))
+			}
+			if !json.Valid([]byte(v)) {
+				v = strconv.Quote(v)
+			}
+			opts[k] = json.RawMessage(v)
+		}
+		raw, _ := json.Marshal(opts)
+		var so driver.StartOptions
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&so); err != nil {
+			s.fatalf("start: options: %v (the options are the start options of docs/DRIVER.md, e.g. toolTimeoutMs=1000)", err)
+		}
+		p.Options = &so
+	}
+
+	c, err := startDriver(s.ctx, s.run.opts, s.stderrBuffer())
+	if err != nil {
+		s.fatalf("start: %v", err)
+	}
+	s.client = c
+	ctx, cancel := s.timeoutCtx(0)
+	defer cancel()
+	h, err := c.Hello(ctx)
+	if err != nil {
+		s.fatalWithTails("start: hello: %v", err)
+	}
+	s.hello = h
+	if clockMode == driver.ClockVirtual && !h.Has(driver.CapVirtualClock) {
+		s.fatalf("start: the driver does not announce virtual-clock: guard the scenario with [!cap:virtual-clock] skip")
+	}
+	if err := c.Start(ctx, p); err != nil {
+		s.requestFailed("start", err)
+	}
+}
+
+func (s *state) stderrBuffer() io.Writer {
+	if len(s.run.opts.Driver) == 0 {
+		return nil
+	}
+	s.stderr = &lockedBuffer{}
+	return s.stderr
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// ---- sessions ----
+
+func cmdOpen(s *state, _ bool, args []string) {
+	var timeout time.Duration
+	args = s.parseFlags("open", args, func(fs *flag.FlagSet) { fs.DurationVar(&timeout, "timeout", 0, "") })
+	args, bg := background(args)
+	if len(args) < 1 || (bg && len(args) != 1) {
+		s.usageError("open")
+	}
+	name := args[0]
+	exps := s.parseExpectations("open", args[1:])
+	req := s.send("open", name, driver.MethodSessionOpen, driver.SessionParams{Session: name}, &driver.SessionOpenResult{}, renderOpen)
+	if bg {
+		return
+	}
+	s.finishRequest(req, timeout, exps)
+}
+
+func renderOpen(s *state, result any) map[string]string {
+	r := result.(*driver.SessionOpenResult).Report
+	join := func(v []string) string {
+		v = slices.Clone(v)
+		sort.Strings(v)
+		return strings.Join(v, ",")
+	}
+	m := map[string]string{
+		"ready":      join(r.Ready),
+		"failed":     join(r.Failed),
+		"deferred":   join(r.Deferred),
+		"late":       join(r.Late),
+		"elapsed_ms": strconv.FormatInt(r.ElapsedMs, 10),
+	}
+	for k, v := range r.Errors {
+		m["error."+k] = v
+	}
+	return m
+}
+
+// send sends a request that may be collected later.
+func (s *state) send(verb, arg, method string, params, result any, render func(*state, any) map[string]string) *bgRequest {
+	c := s.requireClient(verb)
+	key := strings.TrimSpace(verb + " " + arg)
+	if _, ok := s.pending[key]; ok {
+		s.fatalf("%s: a request %q is still to be collected", verb, key)
+	}
+	ctx, cancel := s.timeoutCtx(0)
+	defer cancel()
+	p, err := c.Send(ctx, method, params)
+	if err != nil {
+		s.requestFailed(method, err)
+	}
+	req := &bgRequest{verb: verb, arg: arg, method: method, result: result, render: render, done: make(chan struct{})}
+	// The answer is awaited in the background, so that running can tell
+	// whether it arrived without consuming it.
+	go func() {
+		defer close(req.done)
+		req.err = p.Wait(s.ctx, result)
+	}()
+	s.pending[key] = req
+	return req
+}
+
+// finishRequest waits for a request's answer, prints it and checks
+// expectations.
+func (s *state) finishRequest(req *bgRequest, timeout time.Duration, exps []expectation) {
+	ctx, cancel := s.timeoutCtx(timeout)
+	defer cancel()
+	select {
+	case <-req.done:
+	case <-ctx.Done():
+		s.fatalWithTails("%s %s: no answer to %s within %v", req.verb, req.arg, req.method, timeoutOr(timeout, s.run.awaitTimeout))
+	}
+	delete(s.pending, strings.TrimSpace(req.verb+" "+req.arg))
+	if req.err != nil {
+		s.requestFailed(req.method, req.err)
+	}
+	if req.render == nil {
+		if len(exps) > 0 {
+			s.fatalf("%s: takes no expectations", req.verb)
+		}
+		return
+	}
+	got := req.render(s, req.result)
+	s.print(got)
+	s.expect(req.verb, req.arg, got, exps)
+}
+
+func timeoutOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func cmdCollect(s *state, _ bool, args []string) {
+	var timeout time.Duration
+	args = s.parseFlags("collect", args, func(fs *flag.FlagSet) { fs.DurationVar(&timeout, "timeout", 0, "") })
+	req, rest := s.pendingFor("collect", args)
+	s.finishRequest(req, timeout, s.parseExpectations("collect", rest))
+}
+
+// pendingFor finds the background request named by VERB [ARG].
+func (s *state) pendingFor(cmd string, args []string) (*bgRequest, []string) {
+	if len(args) < 1 {
+		s.usageError(cmd)
+	}
+	verb := args[0]
+	switch verb {
+	case "reload":
+		args = args[1:]
+		if r, ok := s.pending["reload"]; ok {
+			return r, args
+		}
+		s.fatalf("%s: no reload was sent with &", cmd)
+	case "open", "close", "disconnect":
+		if len(args) < 2 {
+			s.usageError(cmd)
+		}
+		key := verb + " " + args[1]
+		if r, ok := s.pending[key]; ok {
+			return r, args[2:]
+		}
+		s.fatalf("%s: no %q was sent with &", cmd, key)
+	}
+	s.fatalf("%s: %q is not open, close, disconnect or reload", cmd, verb)
+	return nil, nil
+}
+
+func cmdRunning(s *state, _ bool, args []string) {
+	req, rest := s.pendingFor("running", args)
+	if len(rest) > 0 {
+		s.usageError("running")
+	}
+	if req.finished() {
+		s.fatalWithTails("running %s %s: the request has been answered already", req.verb, req.arg)
+	}
+	s.check()
+}
+
+func cmdClose(s *state, _ bool, args []string) {
+	args, bg := background(args)
+	if len(args) != 1 {
+		s.usageError("close")
+	}
+	req := s.send("close", args[0], driver.MethodSessionClose, driver.SessionParams{Session: args[0]}, nil, nil)
+	if !bg {
+		s.finishRequest(req, 0, nil)
+	}
+}
+
+func cmdReload(s *state, _ bool, args []string) {
+	args, bg := background(args)
+	if len(args) != 0 {
+		s.usageError("reload")
+	}
+	req := s.send("reload", "", driver.MethodReload, nil, nil, nil)
+	if !bg {
+		s.finishRequest(req, 0, nil)
+	}
+}
+
+func cmdDisconnect(s *state, _ bool, args []string) {
+	args, bg := background(args)
+	if len(args) != 1 {
+		s.usageError("disconnect")
+	}
+	req := s.send("disconnect", args[0], driver.MethodServerDisconnect, driver.ServerParams{Server: args[0]}, nil, nil)
+	if !bg {
+		s.finishRequest(req, 0, nil)
+	}
+}
+
+// ---- tools ----
+
+func cmdTools(s *state, _ bool, args []string) {
+	if len(args) < 1 {
+		s.usageError("tools")
+	}
+	session := args[0]
+	var has, lacks []string
+	var exps []expectation
+	for _, a := range args[1:] {
+		if v, ok := strings.CutPrefix(a, "has="); ok {
+			has = append(has, v)
+		} else if v, ok := strings.CutPrefix(a, "lacks="); ok {
+			lacks = append(lacks, v)
+		} else {
+			exps = append(exps, s.parseExpectations("tools", []string{a})...)
+		}
+	}
+	var r driver.ToolsListResult
+	s.request(driver.MethodToolsList, driver.SessionParams{Session: session}, &r)
+	names := make([]string, 0, len(r.Tools))
+	deferred := 0
+	present := map[string]bool{}
+	out := s.ts.Stdout()
+	for _, t := range r.Tools {
+		names = append(names, t.Name)
+		present[t.Name] = true
+		line := fmt.Sprintf("%s server=%s tool=%s", t.Name, t.Server, t.Tool)
+		if t.Deferred {
+			deferred++
+			line += " deferred"
+		}
+		fmt.Fprintln(out, line)
+	}
+	sort.Strings(names)
+	got := map[string]string{
+		"count":    strconv.Itoa(len(r.Tools)),
+		"deferred": strconv.Itoa(deferred),
+		"names":    strings.Join(names, ","),
+	}
+	var bad []string
+	for _, n := range has {
+		if !present[n] {
+			bad = append(bad, "has="+n+": not listed")
+		}
+	}
+	for _, n := range lacks {
+		if present[n] {
+			bad = append(bad, "lacks="+n+": listed")
+		}
+	}
+	if len(bad) > 0 {
+		s.fatalWithTails("tools %s: expectation failed:\n  %s\ntools: %s", session, strings.Join(bad, "\n  "), got["names"])
+	}
+	if len(has)+len(lacks) > 0 && len(exps) == 0 {
+		s.check()
+	}
+	s.expect("tools", session, got, exps)
+}
+
+// ---- calls ----
+
+func cmdCall(s *state, _ bool, args []string) {
+	timeoutMs := int64(-1)
+	args = s.parseFlags("call", args, func(fs *flag.FlagSet) { fs.Int64Var(&timeoutMs, "timeout-ms", -1, "") })
+	if len(args) < 3 || len(args) > 4 {
+		s.usageError("call")
+	}
+	p := driver.ToolCallParams{Session: args[0], CallID: args[1], Tool: args[2]}
+	if len(args) == 4 {
+		if !json.Valid([]byte(args[3])) {
+			s.fatalf("call: arguments %q are not JSON", args[3])
+		}
+		p.Arguments = json.RawMessage(args[3])
+	}
+	if timeoutMs >= 0 {
+		p.TimeoutMs = &timeoutMs
+	}
+	c := s.requireClient("call")
+	ctx, cancel := s.timeoutCtx(0)
+	defer cancel()
+	if err := c.CallTool(ctx, p); err != nil {
+		s.requestFailed("tool.call", err)
+	}
+}
+
+func renderCall(r driver.CallResult) map[string]string {
+	o := r.Result
+	outcome := "ok"
+	code := o.Code
+	msg := ""
+	switch {
+	case r.Error != nil && (r.Error.Code == string(driver.OutcomeAborted) || o.Aborted):
+		outcome = "aborted"
+		code, msg = r.Error.Code, r.Error.Message
+	case r.Error != nil:
+		outcome = "error"
+		code, msg = r.Error.Code, r.Error.Message
+	case o.IsError:
+		outcome = "tool-error"
+	}
+	return map[string]string{
+		"outcome":       outcome,
+		"code":          code,
+		"text":          o.Text,
+		"isError":       strconv.FormatBool(o.IsError),
+		"aborted":       strconv.FormatBool(o.Aborted),
+		"truncated":     strconv.FormatBool(o.Truncated),
+		"originalChars": strconv.Itoa(o.OriginalChars),
+		"signals":       strings.Join(o.Signals, ","),
+		"server":        o.Server,
+		"tool":          o.Tool,
+		"message":       msg,
+	}
+}
+
+func cmdResult(s *state, _ bool, args []string) {
+	var timeout time.Duration
+	args = s.parseFlags("result", args, func(fs *flag.FlagSet) { fs.DurationVar(&timeout, "timeout", 0, "") })
+	if len(args) < 1 {
+		s.usageError("result")
+	}
+	id := args[0]
+	exps := s.parseExpectations("result", args[1:])
+	c := s.requireClient("result")
+	ctx, cancel := s.timeoutCtx(timeout)
+	defer cancel()
+	r, err := c.AwaitCall(ctx, id)
+	if err != nil {
+		s.fatalWithTails("result %s: no call_result within %v: %v", id, timeoutOr(timeout, s.run.awaitTimeout), err)
+	}
+	got := renderCall(r)
+	s.print(got)
+	s.expect("result", id, got, exps)
+}
+
+func cmdCancel(s *state, _ bool, args []string) {
+	if len(args) < 1 {
+		s.usageError("cancel")
+	}
+	exps := s.parseExpectations("cancel", args[1:])
+	var r driver.CancelResult
+	s.request(driver.MethodToolCancel, driver.CancelParams{CallID: args[0]}, &r)
+	got := map[string]string{"running": strconv.FormatBool(r.Running)}
+	s.print(got)
+	s.expect("cancel", args[0], got, exps)
+}
+
+// ---- acquire ----
+
+func cmdAcquire(s *state, _ bool, args []string) {
+	if len(args) != 2 {
+		s.usageError("acquire")
+	}
+	c := s.requireClient("acquire")
+	ctx, cancel := s.timeoutCtx(0)
+	defer cancel()
+	if err := c.Acquire(ctx, args[0], args[1]); err != nil {
+		s.requestFailed("acquire", err)
+	}
+}
+
+func cmdAcquired(s *state, _ bool, args []string) {
+	var timeout time.Duration
+	args = s.parseFlags("acquired", args, func(fs *flag.FlagSet) { fs.DurationVar(&timeout, "timeout", 0, "") })
+	if len(args) < 1 {
+		s.usageError("acquired")
+	}
+	exps := s.parseExpectations("acquired", args[1:])
+	c := s.requireClient("acquired")
+	ctx, cancel := s.timeoutCtx(timeout)
+	defer cancel()
+	r, err := c.AwaitAcquire(ctx, args[0])
+	if err != nil {
+		s.fatalWithTails("acquired %s: no acquire_result within %v: %v", args[0], timeoutOr(timeout, s.run.awaitTimeout), err)
+	}
+	got := map[string]string{"ok": strconv.FormatBool(r.OK), "code": "", "message": ""}
+	if r.Error != nil {
+		got["code"], got["message"] = r.Error.Code, r.Error.Message
+	}
+	s.print(got)
+	s.expect("acquired", args[0], got, exps)
+}
+
+func cmdRelease(s *state, _ bool, args []string) {
+	if len(args) != 1 {
+		s.usageError("release")
+	}
+	s.request(driver.MethodRelease, driver.ReleaseParams{AcquireID: args[0]}, nil)
+}
+
+// ---- status ----
+
+func (s *state) status() []driver.ServerStatus {
+	var r driver.StatusResult
+	s.request(driver.MethodStatus, nil, &r)
+	return r.Servers
+}
+
+func renderStatus(st driver.ServerStatus) map[string]string {
+	m := map[string]string{
+		"state":           st.State,
+		"transport":       st.Transport,
+		"tools":           strconv.Itoa(st.Tools),
+		"deferred":        strconv.FormatBool(st.Deferred),
+		"error":           st.Error,
+		"stderr":          st.Stderr,
+		"shared":          strconv.FormatBool(st.Shared),
+		"refs":            strconv.Itoa(st.Refs),
+		"pid":             "",
+		"connected":       strconv.FormatBool(st.ConnectedAtMs != nil),
+		"connectedAtMs":   "",
+		"restartAttempts": strconv.Itoa(st.RestartAttempts),
+		"policy":          st.Policy,
+		"source.file":     st.Source.File,
+		"source.level":    st.Source.Level,
+		"source.provider": st.Source.Provider,
+		"warnings":        strings.Join(st.Warnings, "; "),
+	}
+	if st.PID > 0 {
+		m["pid"] = strconv.Itoa(st.PID)
+	}
+	if st.ConnectedAtMs != nil {
+		m["connectedAtMs"] = strconv.FormatInt(*st.ConnectedAtMs, 10)
+	}
+	return m
+}
+
+func cmdStatus(s *state, _ bool, args []string) {
+	servers := s.status()
+	if len(args) == 0 {
+		out := s.ts.Stdout()
+		for _, st := range servers {
+			m := renderStatus(st)
+			line := fmt.Sprintf("%s state=%s transport=%s tools=%s shared=%s refs=%s restartAttempts=%s policy=%s",
+				st.Name, m["state"], m["transport"], m["tools"], m["shared"], m["refs"], m["restartAttempts"], m["policy"])
+			if st.Error != "" {
+				line += " error=" + strconv.Quote(s.sanitize(firstLine(st.Error)))
+			}
+			fmt.Fprintln(out, line)
+		}
+		return
+	}
+	name := args[0]
+	exps := s.parseExpectations("status", args[1:])
+	got := map[string]string{"state": "absent"}
+	for _, st := range servers {
+		if st.Name == name {
+			got = renderStatus(st)
+		}
+	}
+	for k, v := range got {
+		got[k] = s.sanitize(v)
+	}
+	s.print(got)
+	s.expect("status", name, got, exps)
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// ---- processes ----
+
+var signals = map[string]syscall.Signal{
+	"SIGKILL": syscall.SIGKILL, "SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT,
+	"SIGHUP": syscall.SIGHUP, "SIGSTOP": syscall.SIGSTOP, "SIGCONT": syscall.SIGCONT,
+}
+
+func parseSignal(name string) (syscall.Signal, bool) {
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	sig, ok := signals[strings.ToUpper(name)]
+	return sig, ok
+}
+
+func cmdSignal(s *state, _ bool, args []string) {
+	if len(args) != 2 {
+		s.usageError("signal")
+	}
+	sig, ok := parseSignal(args[1])
+	if !ok {
+		s.fatalf("signal: unknown signal %q (SIGKILL, SIGTERM, SIGINT, SIGHUP, SIGSTOP, SIGCONT)", args[1])
+	}
+	target := args[0]
+	pid := 0
+	if strings.HasSuffix(target, ".journal") {
+		for _, e := range s.readJournal(target) {
+			if e.Kind == "launch" {
+				pid = e.PID
+			}
+		}
+		if pid == 0 {
+			s.fatalWithTails("signal: journal %s records no launch", target)
+		}
+	} else {
+		if s.hello != nil && (!s.hello.Has(driver.CapStatus) || !s.hello.Has(driver.CapJournalPID)) {
+			s.fatalf("signal %s: the pid comes from status, which needs capabilities status and journal-pid; guard with [!cap:journal-pid] skip or name the journal", target)
+		}
+		for _, st := range s.status() {
+			if st.Name == target {
+				pid = st.PID
+			}
+		}
+		if pid == 0 {
+			s.fatalWithTails("signal: status reports no process for server %q", target)
+		}
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		s.fatalf("signal %s (pid %d): %v", target, pid, err)
+	}
+	fmt.Fprintf(s.ts.Stdout(), "sent %s to %s\n", args[1], target)
+}
+
+func cmdShutdown(s *state, _ bool, args []string) {
+	if len(args) != 0 {
+		s.usageError("shutdown")
+	}
+	s.requireClient("shutdown")
+	left, err := s.shutdown()
+	if err != nil {
+		s.fatalf("shutdown: %v", err)
+	}
+	if len(left) > 0 {
+		s.fatalf("shutdown: processes left behind (killed now): %s", strings.Join(left, ", "))
+	}
+	s.check()
+}
+
+// ---- time ----
+
+func parseMillis(s *state, cmd, v string) time.Duration {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d%time.Millisecond != 0 {
+		s.fatalf("%s: %q is not a duration in whole milliseconds (e.g. 250ms, 2s, 1m)", cmd, v)
+	}
+	return d
+}
+
+func cmdAdvance(s *state, _ bool, args []string) {
+	if len(args) != 1 {
+		s.usageError("advance")
+	}
+	d := parseMillis(s, "advance", args[0])
+	c := s.requireClient("advance")
+	ctx, cancel := s.timeoutCtx(0)
+	defer cancel()
+	now, err := c.Advance(ctx, d)
+	if err != nil {
+		s.requestFailed("clock.advance", err)
+	}
+	s.lastNow = now
+	fmt.Fprintf(s.ts.Stdout(), "now %s\n", formatOffset(now.Milliseconds()))
+}
+
+func cmdNow(s *state, _ bool, args []string) {
+	if len(args) > 1 {
+		s.usageError("now")
+	}
+	now := s.now()
+	fmt.Fprintf(s.ts.Stdout(), "now %s\n", formatOffset(now.Milliseconds()))
+	if len(args) == 1 {
+		want := parseMillis(s, "now", args[0])
+		if now != want {
+			s.fatalWithTails("now: the clock is at %v, want %v", now, want)
+		}
+		s.check()
+	}
+}
+
+func cmdPending(s *state, _ bool, args []string) {
+	c := s.requireClient("pending")
+	ctx, cancel := s.timeoutCtx(0)
+	defer cancel()
+	got, err := c.Pending(ctx)
+	if err != nil {
+		s.requestFailed("clock.pending", err)
+	}
+	var gs []string
+	for _, d := range got {
+		gs = append(gs, d.String())
+	}
+	fmt.Fprintf(s.ts.Stdout(), "pending %s\n", strings.Join(gs, " "))
+	if len(args) > 0 {
+		var want []time.Duration
+		for _, a := range args {
+			want = append(want, parseMillis(s, "pending", a))
+		}
+		if !slices.Equal(got, want) {
+			s.fatalWithTails("pending: timers %v, want %v", got, want)
+		}
+		s.check()
+	}
+}
+
+// ---- fixture files and processes ----
+
+func cmdJournal(s *state, _ bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		s.usageError("journal")
+	}
+	for _, e := range s.readJournal(args[0]) {
+		if len(args) == 2 && e.Kind != args[1] {
+			continue
+		}
+		fmt.Fprintln(s.ts.Stdout(), s.sanitize(journalLine(e)))
+	}
+}
+
+func cmdFixtureState(s *state, _ bool, args []string) {
+	if len(args) < 1 {
+		s.usageError("fixture-state")
+	}
+	stateFile := s.path(args[0])
+	st, _, err := readState(stateFile)
+	if err != nil {
+		s.fatalf("fixture-state: %v", err)
+	}
+	for _, kv := range args[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			s.usageError("fixture-state")
+		}
+		var perr error
+		switch k {
+		case "phase":
+			st.Phase = v
+		case "failOnStart":
+			st.FailOnStart, perr = strconv.ParseBool(v)
+		case "remainingInitFails":
+			st.RemainingInitFails, perr = strconv.Atoi(v)
+		case "remainingRestartFails":
+			st.RemainingRestartFails, perr = strconv.Atoi(v)
+		default:
+			s.fatalf("fixture-state: unknown field %q (phase, failOnStart, remainingInitFails, remainingRestartFails)", k)
+		}
+		if perr != nil {
+			s.fatalf("fixture-state: %s: %v", kv, perr)
+		}
+	}
+	if len(args) > 1 {
+		if err := writeState(stateFile, st); err != nil {
+			s.fatalf("fixture-state: %v", err)
+		}
+	}
+	b, _ := json.Marshal(st)
+	fmt.Fprintln(s.ts.Stdout(), string(b))
+}
+
+func cmdFixtureServe(s *state, _ bool, args []string) {
+	if len(args) < 1 {
+		s.usageError("fixture-serve")
+	}
+	name := args[0]
+	if !regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`).MatchString(name) {
+		s.fatalf("fixture-serve: %q is not a name (letters, digits, _)", name)
+	}
+	env := map[string]string{"MCP_FIXTURE_TRANSPORT": "http"}
+	for _, kv := range args[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, "MCP_FIXTURE_") {
+			s.fatalf("fixture-serve: %q is not KNOB=VALUE with an MCP_FIXTURE_* knob", kv)
+		}
+		env[k] = s.sanitizeBack(v)
+	}
+	prev := s.served[name]
+	if prev != nil {
+		select {
+		case <-prev.done:
+		default:
+			s.fatalf("fixture-serve: %s is still running; stop it with fixture-stop first", name)
+		}
+		env["MCP_FIXTURE_LISTEN"] = prev.addr
+	}
+	portFile := filepath.Join(s.work, ".fixture-"+name+".addr")
+	_ = os.Remove(portFile)
+	env["MCP_FIXTURE_PORT_FILE"] = portFile
+	sv, err := startServed(s, name, env)
+	if err != nil {
+		s.fatalf("fixture-serve %s: %v", name, err)
+	}
+	s.served[name] = sv
+	path := "/mcp"
+	if env["MCP_FIXTURE_TRANSPORT"] == "sse" {
+		path = "/sse"
+	}
+	sv.url = "http://" + sv.addr + path
+	s.ts.Setenv(name+"_URL", sv.url)
+	fmt.Fprintf(s.ts.Stdout(), "%s listening: %s_URL=%s\n", name, name, sv.url)
+}
+
+// sanitizeBack expands a literal $WORK left in a knob value.
+func (s *state) sanitizeBack(v string) string {
+	return strings.ReplaceAll(v, "$WORK", s.work)
+}
+
+func cmdFixtureStop(s *state, _ bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		s.usageError("fixture-stop")
+	}
+	sv := s.served[args[0]]
+	if sv == nil {
+		s.fatalf("fixture-stop: no fixture %q was started with fixture-serve", args[0])
+	}
+	sig := syscall.SIGTERM
+	if len(args) == 2 {
+		var ok bool
+		if sig, ok = parseSignal(args[1]); !ok {
+			s.fatalf("fixture-stop: unknown signal %q", args[1])
+		}
+	}
+	_ = sv.cmd.Process.Signal(sig)
+	select {
+	case <-sv.done:
+	case <-time.After(s.run.awaitTimeout):
+		s.fatalWithTails("fixture-stop %s: the process did not exit within %v", args[0], s.run.awaitTimeout)
+	}
+	fmt.Fprintf(s.ts.Stdout(), "%s stopped: %s\n", args[0], sv.cmd.ProcessState)
+}
+
+var errNoAddr = errors.New("the fixture wrote no address")
