@@ -237,7 +237,9 @@ func CatalogueMarkdown() string {
 	return b.String()
 }
 
+// cell escapes s for a Markdown table cell: pipes, and angle brackets,
+// which renderers would take for HTML tags (mcp_<server>_<tool>).
 func cell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", " ")
+	s = strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "\n", " ").Replace(s)
+	return s
 }

@@ -39,12 +39,13 @@ func Spec(r Requirement, body func(h *H)) bool {
 type Evidence string
 
 // The sources of evidence, strongest first. The fixture journal is what the
-// server itself saw; process state is what the OS says; events and results
-// are what the implementation says about itself.
+// server itself saw; process state and files are what the OS says; events
+// and responses are what the implementation says about itself.
 const (
-	Journal Evidence = "journal"
-	Process Evidence = "process"
-	Events  Evidence = "events"
+	Journal  Evidence = "journal"
+	Process  Evidence = "process"
+	Files    Evidence = "files"
+	Events   Evidence = "events"
 	Response Evidence = "response"
 )
 
@@ -117,4 +118,12 @@ func (h *H) checkEvidence() {
 	if strong == 0 {
 		h.fail("the spec observed no evidence in the fixture journal, the processes or the events")
 	}
+}
+
+// pick names an observed state for evidence: which when cond, else other.
+func pick(cond bool, which, other string) string {
+	if cond {
+		return which
+	}
+	return other
 }

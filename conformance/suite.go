@@ -110,6 +110,8 @@ type Config struct {
 	TempDir string
 	// Verbose makes ginkgo report every spec as it runs.
 	Verbose bool
+	// NoColor turns off colors in ginkgo's output.
+	NoColor bool
 }
 
 func (c Config) withDefaults() Config {
@@ -242,6 +244,9 @@ func Run(t ginkgo.GinkgoTestingT, cfg Config) (*Result, error) {
 	}
 	if cfg.Verbose {
 		reporterConfig.Verbose = true
+	}
+	if cfg.NoColor {
+		reporterConfig.NoColor = true
 	}
 	if t == nil {
 		t = &fakeT{}

@@ -110,7 +110,7 @@ func (s *state) expect(cmd, what string, got map[string]string, exps []expectati
 	for _, e := range exps {
 		v, ok := got[e.key]
 		if !ok {
-			known := slices.Sorted(mapKeys(got))
+			known := sortedKeys(got)
 			if !strings.Contains(e.key, ".") || !isDynamicKey(e.key) {
 				s.fatalf("%s: unknown key %q in expectation %s (keys: %s)", cmd, e.key, e, strings.Join(known, ", "))
 			}
@@ -120,7 +120,7 @@ func (s *state) expect(cmd, what string, got map[string]string, exps []expectati
 		}
 	}
 	if len(bad) > 0 {
-		s.fatalWithTails("%s %s: expectation failed:\n  %s\n%s", cmd, what, strings.Join(bad, "\n  "), renderMap(got))
+		s.fatalWithTails("%s %s: expectation failed:\n  %s\n%s", cmd, what, s.sanitize(strings.Join(bad, "\n  ")), s.sanitize(renderMap(got)))
 	}
 	s.check()
 }
@@ -140,7 +140,7 @@ func mapKeys[V any](m map[string]V) []string {
 
 func renderMap(m map[string]string) string {
 	var b strings.Builder
-	for _, k := range slices.Sorted(mapKeys(m)) {
+	for _, k := range sortedKeys(m) {
 		v := m[k]
 		if strings.Contains(v, "\n") || len(v) > 300 {
 			v = strconv.Quote(truncate(v, 300))
@@ -164,8 +164,17 @@ func (s *state) print(m map[string]string) {
 // ---- start ----
 
 func cmdStart(s *state, _ bool, args []string) {
-	if s.client != nil {
+	if s.client != nil && !s.closed {
 		s.fatalf("start: the implementation is already started")
+	}
+	if s.client != nil {
+		// A second run in the same script (after shutdown): the agent
+		// restarted, e.g. to find what an earlier run left in the tool
+		// cache.
+		s.virtualDone += s.lastNow
+		s.client, s.hello, s.closed, s.lastNow = nil, nil, false, 0
+		s.marks = map[string]uint64{}
+		s.pending = map[string]*bgRequest{}
 	}
 	var clockMode, inline, workspace, home, cacheDir string
 	var trusted, skipProject bool
@@ -455,62 +464,142 @@ func cmdDisconnect(s *state, _ bool, args []string) {
 
 // ---- tools ----
 
+// toolsCheck is a parsed tools expectation list.
+type toolsCheck struct {
+	has, lacks []string
+	exps       []expectation
+}
+
+func (s *state) parseToolsCheck(cmd string, args []string) toolsCheck {
+	var tc toolsCheck
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "has="); ok {
+			tc.has = append(tc.has, v)
+		} else if v, ok := strings.CutPrefix(a, "lacks="); ok {
+			tc.lacks = append(tc.lacks, v)
+		} else {
+			tc.exps = append(tc.exps, s.parseExpectations(cmd, []string{a})...)
+		}
+	}
+	return tc
+}
+
+func (tc toolsCheck) empty() bool { return len(tc.has)+len(tc.lacks)+len(tc.exps) == 0 }
+
+// listTools lists a session's tools and renders them.
+func (s *state) listTools(session string) ([]driver.Tool, map[string]string) {
+	var r driver.ToolsListResult
+	s.request(driver.MethodToolsList, driver.SessionParams{Session: session}, &r)
+	names := make([]string, 0, len(r.Tools))
+	deferred := 0
+	for _, t := range r.Tools {
+		names = append(names, t.Name)
+		if t.Deferred {
+			deferred++
+		}
+	}
+	sort.Strings(names)
+	return r.Tools, map[string]string{
+		"count":    strconv.Itoa(len(r.Tools)),
+		"deferred": strconv.Itoa(deferred),
+		"names":    strings.Join(names, ","),
+	}
+}
+
+// failures returns the expectations the tool list does not meet.
+func (tc toolsCheck) failures(tools []driver.Tool, got map[string]string) []string {
+	present := map[string]bool{}
+	for _, t := range tools {
+		present[t.Name] = true
+	}
+	var bad []string
+	for _, n := range tc.has {
+		if !present[n] {
+			bad = append(bad, "has="+n+": not listed")
+		}
+	}
+	for _, n := range tc.lacks {
+		if present[n] {
+			bad = append(bad, "lacks="+n+": listed")
+		}
+	}
+	for _, e := range tc.exps {
+		if !e.holds(got[e.key]) {
+			bad = append(bad, fmt.Sprintf("%s: got %q", e, got[e.key]))
+		}
+	}
+	return bad
+}
+
+func (s *state) printTools(tools []driver.Tool) {
+	out := s.ts.Stdout()
+	for _, t := range tools {
+		line := fmt.Sprintf("%s server=%s tool=%s", t.Name, t.Server, t.Tool)
+		if t.Deferred {
+			line += " deferred"
+		}
+		fmt.Fprintln(out, line)
+	}
+}
+
+func (s *state) checkToolsKeys(cmd string, tc toolsCheck) {
+	for _, e := range tc.exps {
+		switch e.key {
+		case "count", "deferred", "names":
+		default:
+			s.fatalf("%s: unknown key %q (count, deferred, names, has, lacks)", cmd, e.key)
+		}
+	}
+}
+
 func cmdTools(s *state, _ bool, args []string) {
 	if len(args) < 1 {
 		s.usageError("tools")
 	}
 	session := args[0]
-	var has, lacks []string
-	var exps []expectation
-	for _, a := range args[1:] {
-		if v, ok := strings.CutPrefix(a, "has="); ok {
-			has = append(has, v)
-		} else if v, ok := strings.CutPrefix(a, "lacks="); ok {
-			lacks = append(lacks, v)
-		} else {
-			exps = append(exps, s.parseExpectations("tools", []string{a})...)
-		}
+	tc := s.parseToolsCheck("tools", args[1:])
+	s.checkToolsKeys("tools", tc)
+	tools, got := s.listTools(session)
+	s.printTools(tools)
+	if tc.empty() {
+		return
 	}
-	var r driver.ToolsListResult
-	s.request(driver.MethodToolsList, driver.SessionParams{Session: session}, &r)
-	names := make([]string, 0, len(r.Tools))
-	deferred := 0
-	present := map[string]bool{}
-	out := s.ts.Stdout()
-	for _, t := range r.Tools {
-		names = append(names, t.Name)
-		present[t.Name] = true
-		line := fmt.Sprintf("%s server=%s tool=%s", t.Name, t.Server, t.Tool)
-		if t.Deferred {
-			deferred++
-			line += " deferred"
-		}
-		fmt.Fprintln(out, line)
-	}
-	sort.Strings(names)
-	got := map[string]string{
-		"count":    strconv.Itoa(len(r.Tools)),
-		"deferred": strconv.Itoa(deferred),
-		"names":    strings.Join(names, ","),
-	}
-	var bad []string
-	for _, n := range has {
-		if !present[n] {
-			bad = append(bad, "has="+n+": not listed")
-		}
-	}
-	for _, n := range lacks {
-		if present[n] {
-			bad = append(bad, "lacks="+n+": listed")
-		}
-	}
-	if len(bad) > 0 {
+	if bad := tc.failures(tools, got); len(bad) > 0 {
 		s.fatalWithTails("tools %s: expectation failed:\n  %s\ntools: %s", session, strings.Join(bad, "\n  "), got["names"])
 	}
-	if len(has)+len(lacks) > 0 && len(exps) == 0 {
-		s.check()
+	s.check()
+}
+
+func cmdAwaitTools(s *state, _ bool, args []string) {
+	var timeout time.Duration
+	args = s.parseFlags("await-tools", args, func(fs *flag.FlagSet) { fs.DurationVar(&timeout, "timeout", 0, "") })
+	if len(args) < 2 {
+		s.usageError("await-tools")
 	}
-	s.expect("tools", session, got, exps)
+	session := args[0]
+	tc := s.parseToolsCheck("await-tools", args[1:])
+	s.checkToolsKeys("await-tools", tc)
+	ctx, cancel := s.timeoutCtx(timeout)
+	defer cancel()
+	// A session's tool list is state, not an event: poll it on a short
+	// real ticker until it meets the expectations.
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		tools, got := s.listTools(session)
+		bad := tc.failures(tools, got)
+		if len(bad) == 0 {
+			s.printTools(tools)
+			s.check()
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			s.fatalWithTails("await-tools %s: the tool list did not meet the expectations within %v:\n  %s\ntools: %s",
+				session, timeoutOr(timeout, s.run.awaitTimeout), strings.Join(bad, "\n  "), got["names"])
+		}
+	}
 }
 
 // ---- calls ----
@@ -542,21 +631,22 @@ func cmdCall(s *state, _ bool, args []string) {
 func renderCall(r driver.CallResult) map[string]string {
 	o := r.Result
 	outcome := "ok"
-	code := o.Code
-	msg := ""
+	errCode, msg := "", ""
 	switch {
 	case r.Error != nil && (r.Error.Code == string(driver.OutcomeAborted) || o.Aborted):
 		outcome = "aborted"
-		code, msg = r.Error.Code, r.Error.Message
+		errCode, msg = r.Error.Code, r.Error.Message
 	case r.Error != nil:
 		outcome = "error"
-		code, msg = r.Error.Code, r.Error.Message
+		errCode, msg = r.Error.Code, r.Error.Message
 	case o.IsError:
 		outcome = "tool-error"
 	}
 	return map[string]string{
 		"outcome":       outcome,
-		"code":          code,
+		"code":          o.Code,
+		"error":         errCode,
+		"message":       msg,
 		"text":          o.Text,
 		"isError":       strconv.FormatBool(o.IsError),
 		"aborted":       strconv.FormatBool(o.Aborted),
@@ -565,7 +655,6 @@ func renderCall(r driver.CallResult) map[string]string {
 		"signals":       strings.Join(o.Signals, ","),
 		"server":        o.Server,
 		"tool":          o.Tool,
-		"message":       msg,
 	}
 }
 
@@ -703,9 +792,6 @@ func cmdStatus(s *state, _ bool, args []string) {
 		if st.Name == name {
 			got = renderStatus(st)
 		}
-	}
-	for k, v := range got {
-		got[k] = s.sanitize(v)
 	}
 	s.print(got)
 	s.expect("status", name, got, exps)
@@ -922,10 +1008,12 @@ func cmdFixtureServe(s *state, _ bool, args []string) {
 	}
 	prev := s.served[name]
 	if prev != nil {
+		// The previous process is exiting on its own (or was stopped):
+		// wait for it, so the address is free again.
 		select {
 		case <-prev.done:
-		default:
-			s.fatalf("fixture-serve: %s is still running; stop it with fixture-stop first", name)
+		case <-time.After(s.run.awaitTimeout):
+			s.fatalf("fixture-serve: %s is still running after %v; stop it with fixture-stop first", name, s.run.awaitTimeout)
 		}
 		env["MCP_FIXTURE_LISTEN"] = prev.addr
 	}

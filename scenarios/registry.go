@@ -49,6 +49,7 @@ func Conditions() []Condition {
 		{"cap", "[cap:NAME]", "The driver announces capability NAME (the vocabulary of docs/DRIVER.md; an unknown name is an error, not false). Scenarios start with `[!cap:NAME] skip 'needs NAME'` for every capability they rely on, so an implementation without it skips them with that reason."},
 		{"profile", "[profile:NAME]", "The driver claims conformance profile NAME."},
 		{"impl", "[impl:NAME]", "The implementation behind the driver is called NAME in its hello (the reference runtime is `mcplife`)."},
+		{"strict", "[strict]", "Strict mode (MCPLIFE_STRICT=1, or `harness run -strict`). It guards the checks that the reference runtime is known to fail today, each under a comment naming the defect, so the catalog stays green while a defect is open and the check runs with one switch."},
 		{"external", "[external]", "The driver runs as a separate process (`harness run -impl`, or the external half of the Go test) rather than in the harness process."},
 	}
 }
@@ -98,6 +99,14 @@ func registry() []Command {
 			run:         cmdTools,
 		},
 		{
+			Name:        "await-tools",
+			Group:       groupChecks,
+			Usage:       "await-tools [-timeout DURATION] SESSION [count=N] [deferred=N] [has=NAME]... [lacks=NAME]... [names=LIST] [KEY~REGEXP]",
+			Description: "Waits (in real time, default 10s) until the session's tool list meets the expectations of `tools`, polling tools.list: a tool list is state that changes asynchronously (late registration, list_changed refreshes, restarts), so after awaiting the event that announces a change, use await-tools rather than tools.",
+			Check:       true,
+			run:         cmdAwaitTools,
+		},
+		{
 			Name:        "call",
 			Group:       groupImpl,
 			Usage:       "call [-timeout-ms N] SESSION CALLID TOOL [ARGUMENTS-JSON]",
@@ -108,7 +117,7 @@ func registry() []Command {
 			Name:        "result",
 			Group:       groupImpl,
 			Usage:       "result [-timeout DURATION] CALLID [KEY=VALUE|KEY~REGEXP|KEY!=VALUE|KEY!~REGEXP...]",
-			Description: "Waits (in real time, default 10s) for the outcome of a call and prints it: `outcome` (ok, tool-error, error or aborted), `code` (the outcome code of a failed call, else the result's code), `text`, `isError`, `aborted`, `truncated`, `originalChars`, `signals`, `server`, `tool` and `message` (the error message). Expectations make it a check; a failed expectation prints the outcome and the trace tail.",
+			Description: "Waits (in real time, default 10s) for the outcome of a call and prints it: `outcome` (ok, tool-error, error or aborted), `code` (the runtime error code the result carries, e.g. mcp_tool_timeout), `error` and `message` (the outcome code and message of a failed call), `text`, `isError`, `aborted`, `truncated`, `originalChars`, `signals`, `server` and `tool`. Expectations make it a check; a failed expectation prints the outcome and the trace tail.",
 			Check:       true,
 			run:         cmdResult,
 		},
@@ -268,15 +277,15 @@ func registry() []Command {
 		{
 			Name:        "trace",
 			Group:       groupChecks,
-			Usage:       "trace [-kinds LIST] [-server NAME] [-session NAME] [-after MARK]",
-			Description: "Prints the normalized trace: one line per event with its virtual offset, kind, server, session and sorted attributes, without pids, commands, error texts, exit statuses or call ids, and with $WORK for the work directory. `-kinds` is a comma-separated list of kinds or `family.*` patterns.",
+			Usage:       "trace [-kinds LIST] [-drop ATTRS] [-server NAME] [-session NAME] [-after MARK]",
+			Description: "Prints the normalized trace: one line per event with its virtual offset, kind, server, session and sorted attributes, without pids, commands, error texts, exit statuses or call ids, and with $WORK for the work directory. `-kinds` is a comma-separated list of kinds or `family.*` patterns; `-drop` a comma-separated list of further attributes to leave out.",
 			run:         cmdTrace,
 		},
 		{
 			Name:        "cmp-trace",
 			Group:       groupChecks,
-			Usage:       "cmp-trace [-kinds LIST] [-server NAME] [-session NAME] [-after MARK] SECTION",
-			Description: "Compares the normalized trace (filtered as for trace) with the golden file SECTION of the archive and fails with a diff. With `go test ./scenarios -update` or MCPLIFE_UPDATE_GOLDEN=1 it rewrites the section instead. Filter the kinds so that only events whose order the scenario determines are compared.",
+			Usage:       "cmp-trace [-kinds LIST] [-drop ATTRS] [-server NAME] [-session NAME] [-after MARK] SECTION",
+			Description: "Compares the normalized trace (filtered as for trace) with the golden file SECTION of the archive and fails with a diff. With `go test ./scenarios -update` or MCPLIFE_UPDATE_GOLDEN=1 it rewrites the section instead. Filter the kinds (and drop attributes) so that only what the scenario determines is compared.",
 			Check:       true,
 			run:         cmdCmpTrace,
 		},
@@ -300,6 +309,20 @@ func registry() []Command {
 			Usage:       "fixture-serve NAME [KNOB=VALUE...]",
 			Description: "Starts `mcp-fixture` as a remote (http or sse, MCP_FIXTURE_TRANSPORT, default http) server with the given knobs, waits until it listens, and sets $NAME_URL to its endpoint (`http://ADDR/mcp` or `http://ADDR/sse`). Run again for the same NAME after it exited, it listens on the same address, so the implementation can reconnect. The process is killed when the script ends.",
 			run:         cmdFixtureServe,
+		},
+		{
+			Name:        "hold",
+			Group:       groupFixture,
+			Usage:       "hold NAME",
+			Description: "Creates the FIFO $WORK/NAME.hold. A server command wrapped as `sh -c '[ -p ${WORK}/NAME.hold ] && read _ < ${WORK}/NAME.hold; exec mcp-fixture'` then blocks before the fixture starts, until `release NAME`: the harness decides, without any timing, when a server can connect (for the startup gate, deferred tools and late registration). Without the FIFO the wrapper starts the fixture at once.",
+			run:         cmdHold,
+		},
+		{
+			Name:        "release-hold",
+			Group:       groupFixture,
+			Usage:       "release-hold NAME",
+			Description: "Lets the server waiting on $WORK/NAME.hold start (it writes a line to the FIFO once the wrapper reads it) and removes the FIFO, so later launches start at once.",
+			run:         cmdReleaseHold,
 		},
 		{
 			Name:        "fixture-stop",

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,10 @@ import (
 // cmp-trace rewrite the golden sections of the scenario files instead of
 // failing (as -update does).
 const UpdateEnv = "MCPLIFE_UPDATE_GOLDEN"
+
+// StrictEnv is the environment variable that, set to a non-empty value,
+// makes the [strict] condition true (as Options.Strict does).
+const StrictEnv = "MCPLIFE_STRICT"
 
 // Defaults of Options.
 const (
@@ -49,6 +54,9 @@ type Options struct {
 	// ShutdownTimeout bounds, in real time, the graceful part of the
 	// in-process driver's shutdown; zero means DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// Strict makes the [strict] condition true: checks of known defects of
+	// the reference runtime run too (MCPLIFE_STRICT=1 sets it as well).
+	Strict bool
 	// OnScript, when set, is called at the end of every script with what
 	// it covered.
 	OnScript func(ScriptResult)
@@ -69,6 +77,7 @@ type ScriptResult struct {
 
 // runConfig is the shared configuration of one run.
 type runConfig struct {
+	dir          string
 	opts         Options
 	hello        *driver.HelloResult
 	awaitTimeout time.Duration
@@ -112,7 +121,21 @@ func startDriver(ctx context.Context, opts Options, stderr io.Writer) (*driver.C
 		if st <= 0 {
 			st = DefaultShutdownTimeout
 		}
-		return driver.StartInProcess(ctx, driver.ServeOptions{Capabilities: opts.Capabilities, ShutdownTimeout: st})
+		so := driver.ServeOptions{Capabilities: opts.Capabilities, ShutdownTimeout: st}
+		if opts.Capabilities != nil {
+			// Claim only the profiles the capabilities allow.
+			so.Profiles = []driver.Profile{}
+			for _, p := range driver.Profiles() {
+				ok := true
+				for _, c := range p.Requires {
+					ok = ok && slices.Contains(opts.Capabilities, c)
+				}
+				if ok {
+					so.Profiles = append(so.Profiles, p.Name)
+				}
+			}
+		}
+		return driver.StartInProcess(ctx, so)
 	}
 	return driver.StartCommand(ctx, opts.Driver, opts.DriverEnv, stderr)
 }
@@ -123,6 +146,7 @@ func startDriver(ctx context.Context, opts Options, stderr io.Writer) (*driver.C
 // ends. dir is the directory of the scripts.
 func Params(dir string, opts Options, hello *driver.HelloResult) testscript.Params {
 	rc := &runConfig{
+		dir:          dir,
 		opts:         opts,
 		hello:        hello,
 		awaitTimeout: opts.AwaitTimeout,
@@ -134,6 +158,9 @@ func Params(dir string, opts Options, hello *driver.HelloResult) testscript.Para
 	}
 	if os.Getenv(UpdateEnv) != "" {
 		rc.opts.Update = true
+	}
+	if os.Getenv(StrictEnv) != "" {
+		rc.opts.Strict = true
 	}
 	cmds := map[string]func(*testscript.TestScript, bool, []string){}
 	for _, c := range registry() {
@@ -215,11 +242,11 @@ func (rc *runConfig) finish(s *state, t testscript.T, name string) {
 		if err := rc.writeUpdates(name, s.updates); err != nil {
 			problems = append(problems, err.Error())
 		} else {
-			t.Log(fmt.Sprintf("golden sections rewritten: %s", strings.Join(slices.Sorted(mapsKeys(s.updates)), ", ")))
+			t.Log(fmt.Sprintf("golden sections rewritten: %s", strings.Join(sortedKeys(s.updates), ", ")))
 		}
 	}
 	if rc.opts.OnScript != nil {
-		rc.opts.OnScript(ScriptResult{Name: name, Virtual: s.lastNow, Checks: s.checks, External: len(rc.opts.Driver) > 0})
+		rc.opts.OnScript(ScriptResult{Name: name, Virtual: s.virtualDone + s.lastNow, Checks: s.checks, External: len(rc.opts.Driver) > 0})
 	}
 	if len(problems) > 0 && !failed {
 		t.Log("FAIL: " + strings.Join(problems, "\nFAIL: "))
@@ -229,11 +256,9 @@ func (rc *runConfig) finish(s *state, t testscript.T, name string) {
 	}
 }
 
-func mapsKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
+func sortedKeys[V any](m map[string]V) []string {
+	out := mapKeys(m)
+	sort.Strings(out)
 	return out
 }
 
@@ -257,6 +282,11 @@ func (rc *runConfig) condition(cond string) (bool, error) {
 		return false, fmt.Errorf("unknown profile %q", arg)
 	case "impl":
 		return rc.hello.Implementation.Name == arg, nil
+	case "strict":
+		if arg != "" {
+			return false, fmt.Errorf("condition strict takes no argument")
+		}
+		return rc.opts.Strict, nil
 	case "external":
 		if arg != "" {
 			return false, fmt.Errorf("condition external takes no argument")

@@ -35,17 +35,20 @@ type state struct {
 	ctx    context.Context // ends when the script ends
 	cancel context.CancelFunc
 
-	client    *driver.Client
-	hello     *driver.HelloResult
-	stderr    *lockedBuffer // the external driver's stderr
-	closed    bool          // shutdown ran
-	lastNow   time.Duration // the last virtual clock offset seen
-	checks    int
-	pending   map[string]*bgRequest
-	marks     map[string]uint64
-	updates   map[string]string // golden section -> new content
-	served    map[string]*served
-	printedAt int // the checks count when tails were last printed
+	client  *driver.Client
+	hello   *driver.HelloResult
+	stderr  *lockedBuffer // the external driver's stderr
+	closed  bool          // shutdown ran
+	lastNow time.Duration // the last virtual clock offset seen
+	// virtualDone sums the final clock offsets of earlier runs of the
+	// implementation in this script.
+	virtualDone time.Duration
+	checks      int
+	pending     map[string]*bgRequest
+	marks       map[string]uint64
+	updates     map[string]string // golden section -> new content
+	served      map[string]*served
+	printedAt   int // the checks count when tails were last printed
 }
 
 // bgRequest is a request sent with "&" whose outcome is collected later.

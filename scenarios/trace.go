@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +38,9 @@ type TraceFilter struct {
 	Server, Session string
 	// After leaves out events with seq <= After.
 	After uint64
+	// Drop leaves out more attributes, for values the scenario does not
+	// determine.
+	Drop []string
 }
 
 func (f TraceFilter) match(e event.Event) bool {
@@ -67,19 +71,20 @@ func (f TraceFilter) match(e event.Event) bool {
 // NormalizeEvent renders one event as a line of a normalized trace: the
 // virtual offset, the kind, server and session, and the sorted attributes
 // without those that vary between runs (pid, command, error, stderr,
-// status, call, message). work, when not "", is replaced by $WORK.
-func NormalizeEvent(e event.Event, work string) string {
+// status, call, message) and without drop. work, when not "", is replaced
+// by $WORK.
+func NormalizeEvent(e event.Event, work string, drop ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s", formatOffset(e.At.Milliseconds()), e.Kind)
 	if e.Server != "" {
-		fmt.Fprintf(&b, " server=%s", e.Server)
+		fmt.Fprintf(&b, " server=%s", quoteIfNeeded(e.Server))
 	}
 	if e.Session != "" {
-		fmt.Fprintf(&b, " session=%s", e.Session)
+		fmt.Fprintf(&b, " session=%s", quoteIfNeeded(e.Session))
 	}
 	keys := make([]string, 0, len(e.Attrs))
 	for k := range e.Attrs {
-		if !droppedAttrs[k] {
+		if !droppedAttrs[k] && !slices.Contains(drop, k) {
 			keys = append(keys, k)
 		}
 	}
@@ -89,12 +94,16 @@ func NormalizeEvent(e event.Event, work string) string {
 		if work != "" {
 			v = strings.ReplaceAll(v, work, "$WORK")
 		}
-		if strings.ContainsAny(v, " \t\n\"") || v == "" {
-			v = strconv.Quote(v)
-		}
-		fmt.Fprintf(&b, " %s=%s", k, v)
+		fmt.Fprintf(&b, " %s=%s", k, quoteIfNeeded(v))
 	}
 	return b.String()
+}
+
+func quoteIfNeeded(v string) string {
+	if strings.ContainsAny(v, " \t\n\"") || v == "" {
+		return strconv.Quote(v)
+	}
+	return v
 }
 
 // NormalizeTrace renders the events f selects, one line each.
@@ -102,7 +111,7 @@ func NormalizeTrace(evs []event.Event, f TraceFilter, work string) string {
 	var b strings.Builder
 	for _, e := range evs {
 		if f.match(e) {
-			b.WriteString(NormalizeEvent(e, work))
+			b.WriteString(NormalizeEvent(e, work, f.Drop...))
 			b.WriteByte('\n')
 		}
 	}

@@ -124,7 +124,11 @@ func causeOf(ctx context.Context, err error, p *proc.Process) error {
 	if p != nil {
 		select {
 		case <-p.Done():
-			return fmt.Errorf("server process exited during the handshake (%s): %w", p.Exit(), err)
+			// %v, not %w: the SDK's error is often the cancellation of the
+			// connect context by the exit watcher, and wrapping it would make
+			// a restart failure look like the caller's own abort
+			// (errors.Is(err, context.Canceled)) to the bridge and the driver.
+			return fmt.Errorf("server process exited during the handshake (%s): %v", p.Exit(), err)
 		default:
 		}
 	}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcplife/mcplife/conformance"
+	"github.com/mcplife/mcplife/runtime/driver"
+)
+
+// runConformance implements `harness conformance`: it runs the conformance
+// suite (docs/CONFORMANCE.md) against the reference runtime, in-process, or
+// against the driver -impl starts, and prints a summary grouped by profile.
+// The fixture servers the suite configures run this binary as the fixture.
+// Exit status: 0 when every applicable requirement passed (or failed as the
+// baseline expects), 1 otherwise, 2 for bad usage.
+func runConformance(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("harness conformance", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	impl := fs.String("impl", "", "command line of the driver under test, e.g. 'node my-driver.js' (default: the reference runtime, in-process)")
+	profiles := fs.String("profile", "", "comma-separated profiles to run (default: every profile)")
+	reqs := fs.String("req", "", "comma-separated requirement ids to run (default: all)")
+	labels := fs.String("label-filter", "", "extra ginkgo label filter, e.g. 'restart || probe'")
+	clockMode := fs.String("clock", conformance.ClockAuto, "clock mode: auto (virtual when the driver has it), virtual or real")
+	timeScale := fs.Float64("time-scale", conformance.DefaultTimeScale, "real-time mode: factor applied to the durations the suite configures")
+	baseline := fs.String("baseline", "", "file of expected failures: a requirement id and the reason per line")
+	junit := fs.String("junit", "", "write a JUnit XML report to this file")
+	jsonReport := fs.String("json", "", "write a JSON report (ginkgo's format) to this file")
+	awaitTimeout := fs.Duration("await-timeout", conformance.DefaultAwaitTimeout, "real-time bound of each wait for an event, response or journal entry")
+	verbose := fs.Bool("v", false, "report every spec as it runs")
+	noColor := fs.Bool("no-color", false, "no colors in ginkgo's output")
+	list := fs.Bool("list", false, "list the requirements and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: harness conformance [flags]\n\n"+
+			"Runs the conformance suite against an implementation behind a driver\n"+
+			"(protocol %s); see docs/CONFORMANCE.md.\n\n", driver.ProtocolVersion)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return 2
+	}
+	if *list {
+		for _, r := range conformance.Requirements() {
+			fmt.Fprintf(stdout, "%-22s %-6s %-17s %s\n", r.ID, r.Level, r.Profile, r.Statement)
+		}
+		return 0
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "harness conformance: %v\n", err)
+		return 1
+	}
+	cfg := conformance.Config{
+		Fixture:      conformance.Fixture{Command: exe, Args: []string{"fixture"}},
+		Clock:        *clockMode,
+		TimeScale:    *timeScale,
+		AwaitTimeout: *awaitTimeout,
+		IDs:          confSplitList(*reqs),
+		LabelFilter:  *labels,
+		JUnitReport:  *junit,
+		JSONReport:   *jsonReport,
+		Out:          stdout,
+		Verbose:      *verbose,
+		NoColor:      *noColor,
+	}
+	for _, p := range confSplitList(*profiles) {
+		cfg.Profiles = append(cfg.Profiles, driver.Profile(p))
+	}
+	if *impl != "" {
+		argv, err := conformance.SplitCommand(*impl)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness conformance: -impl: %v\n", err)
+			return 2
+		}
+		cfg.Target = conformance.Target{Command: argv}
+	}
+	if *baseline != "" {
+		b, err := conformance.ReadBaseline(*baseline)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness conformance: %v\n", err)
+			return 2
+		}
+		cfg.Baseline = b
+	}
+	start := time.Now()
+	res, err := conformance.Run(nil, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness conformance: %v\n", err)
+		if res == nil {
+			return 2
+		}
+		return 1
+	}
+	fmt.Fprintf(stdout, "conformance run took %v\n", time.Since(start).Round(time.Millisecond))
+	if !res.OK {
+		return 1
+	}
+	return 0
+}
+
+func confSplitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

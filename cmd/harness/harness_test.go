@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/host"
+	"github.com/mcplife/mcplife/runtime/proctest"
+	"github.com/mcplife/mcplife/scenarios"
+)
+
+// roleEnv makes the test binary play a driver for `harness run -impl`:
+// "cli" runs the harness CLI (so `<test binary> driver` is `harness
+// driver`), "broken" a reference driver whose runtime caps results at 10
+// characters, "limited" a reference driver that does not announce
+// trust-gate, "fake-v0" a driver of protocol mcplife-driver/0.
+const roleEnv = "HARNESS_TEST_ROLE"
+
+func TestMain(m *testing.M) {
+	// Run as mcp-fixture (the link harness run puts on PATH), the binary
+	// is the fixture, as the real harness binary is.
+	if filepath.Base(os.Args[0]) == "mcp-fixture" {
+		quietRaceExit()
+		os.Exit(fixture.Main())
+	}
+	switch os.Getenv(roleEnv) {
+	case "cli":
+		quietRaceExit()
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	case "broken":
+		quietRaceExit()
+		os.Exit(serve(driver.ServeOptions{Configure: func(_ *driver.StartParams, o *host.Options) error {
+			o.MaxResultChars = 10
+			return nil
+		}}))
+	case "limited":
+		quietRaceExit()
+		var caps []driver.Capability
+		for _, c := range driver.Capabilities() {
+			if c.Name != driver.CapTrustGate {
+				caps = append(caps, c.Name)
+			}
+		}
+		os.Exit(serve(driver.ServeOptions{Capabilities: caps, Profiles: []driver.Profile{driver.ProfileCore}}))
+	case "fake-v0":
+		os.Exit(fakeDriver())
+	}
+	proctest.Main(m)
+}
+
+// quietRaceExit re-executes a race-enabled binary (same pid) with
+// GORACE=atexit_sleep_ms=0, so that its exits do not take a second.
+func quietRaceExit() {
+	if !raceEnabled || strings.Contains(os.Getenv("GORACE"), "atexit_sleep_ms") {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	env := append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	_ = syscall.Exec(exe, os.Args, env)
+}
+
+func serve(opts driver.ServeOptions) int {
+	opts.ShutdownTimeout = 2 * time.Second
+	if err := driver.Serve(context.Background(), os.Stdin, os.Stdout, opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func fakeDriver() int {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var req driver.Request
+		if json.Unmarshal(in.Bytes(), &req) != nil {
+			continue
+		}
+		result := json.RawMessage(`{}`)
+		if req.Method == driver.MethodHello {
+			result = json.RawMessage(`{"protocol":"mcplife-driver/0","implementation":{"name":"fake","version":"0"},"capabilities":[],"profiles":[]}`)
+		}
+		b, _ := json.Marshal(driver.Response{Type: driver.TypeResponse, ID: &req.ID, Result: result})
+		os.Stdout.Write(append(b, '\n'))
+	}
+	return 0
+}
+
+func exe(t *testing.T) string {
+	t.Helper()
+	p, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// harness runs the CLI and returns its exit code, stdout and stderr.
+func harness(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestRunReferenceJSONAndJUnit(t *testing.T) {
+	dir := t.TempDir()
+	jf, xf := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.xml")
+	code, out, errs := harness(t, "run", "-run", "^00[12]-", "-json", jf, "-junit", xf)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{"ok    001-echo-call", "ok    002-startup-gate-250ms", "virtual 0.250s", "2 passed, 0 failed, 0 skipped"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	var rep jsonReport
+	b, err := os.ReadFile(jf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed != 2 || rep.Failed != 0 || len(rep.Scenarios) != 2 || rep.Protocol != driver.ProtocolVersion {
+		t.Fatalf("json report %+v", rep)
+	}
+	if s := rep.Scenarios[1]; s.Name != "002-startup-gate-250ms" || s.Status != "pass" || s.VirtualSeconds != 0.25 || s.Checks == 0 || s.Description == "" || s.Guards == "" {
+		t.Errorf("json scenario %+v", s)
+	}
+	var ju junitSuites
+	b, err = os.ReadFile(xf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(b, &ju); err != nil {
+		t.Fatal(err)
+	}
+	if ju.Tests != 2 || ju.Failures != 0 || len(ju.Suites) != 1 || len(ju.Suites[0].Cases) != 2 {
+		t.Fatalf("junit report %+v", ju)
+	}
+}
+
+func TestRunExternalDriver(t *testing.T) {
+	t.Setenv(roleEnv, "cli")
+	code, out, errs := harness(t, "run", "-run", "^07[14]-", "-impl", exe(t)+" driver")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "2 passed, 0 failed, 0 skipped") {
+		t.Errorf("stdout:\n%s", out)
+	}
+}
+
+func TestRunFailingImplementation(t *testing.T) {
+	t.Setenv(roleEnv, "broken")
+	dir := t.TempDir()
+	jf, xf := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.xml")
+	code, out, errs := harness(t, "run", "-run", "^018-", "-timeout", "1s", "-impl", exe(t), "-json", jf, "-junit", xf)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{"FAIL  018-truncation-boundary-wrap", "--- trace: last", "0 passed, 1 failed, 0 skipped"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	var rep jsonReport
+	b, _ := os.ReadFile(jf)
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed != 1 || rep.Scenarios[0].Status != "fail" || rep.Scenarios[0].Reason == "" || !strings.Contains(rep.Scenarios[0].Log, "--- trace") {
+		t.Errorf("json report %+v", rep)
+	}
+	var ju junitSuites
+	b, _ = os.ReadFile(xf)
+	if err := xml.Unmarshal(b, &ju); err != nil {
+		t.Fatal(err)
+	}
+	if c := ju.Suites[0].Cases[0]; c.Failure == nil || c.Failure.Message == "" {
+		t.Errorf("junit case %+v", c)
+	}
+}
+
+func TestRunUndeclaredCapabilitySkips(t *testing.T) {
+	t.Setenv(roleEnv, "limited")
+	code, out, errs := harness(t, "run", "-run", "^01[24]-", "-impl", exe(t))
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{"skip  014-trust-gate-project-stdio", "needs trust-gate", "ok    012-disabled-server", "1 passed, 0 failed, 1 skipped"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRunWrongProtocolVersion(t *testing.T) {
+	t.Setenv(roleEnv, "fake-v0")
+	code, out, errs := harness(t, "run", "-impl", exe(t))
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "protocol version mismatch") || !strings.Contains(errs, `"mcplife-driver/0"`) || strings.Count(errs, "\n") != 1 {
+		t.Errorf("stderr should be one line naming both versions:\n%s", errs)
+	}
+	if out != "" {
+		t.Errorf("stdout: %s", out)
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"run", "-run", "^no-such-scenario$"}, "no scenario matches"},
+		{[]string{"run", "-run", "("}, "-run: error parsing regexp"},
+		{[]string{"run", "001"}, "unexpected argument"},
+		{[]string{"run", "-impl", "'unterminated"}, "unterminated single quote"},
+		{[]string{"run", "-impl", "/nonexistent/driver"}, "cannot use driver"},
+		{[]string{"list", "-x"}, "flag provided but not defined: -x"},
+		{[]string{"list", "-run", "^zzz"}, "no scenario matches"},
+	} {
+		code, _, errs := harness(t, tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("harness %q: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+func TestList(t *testing.T) {
+	code, out, errs := harness(t, "list")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	list, err := scenarios.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(list) {
+		t.Fatalf("%d lines for %d scenarios:\n%s", len(lines), len(list), out)
+	}
+	for i, sc := range list {
+		f := strings.Fields(lines[i])
+		if len(f) < 3 || f[0] != sc.Number || f[1] != sc.Name || !strings.Contains(lines[i], sc.Description) {
+			t.Errorf("line %q, want number, name and description of %s", lines[i], sc.Name)
+		}
+	}
+	code, out, _ = harness(t, "list", "-v", "-run", "^073")
+	if code != 0 || !strings.Contains(out, "guards: seed 001 scenario 73") {
+		t.Errorf("list -v: exit %d\n%s", code, out)
+	}
+}
+
+func TestSplitCommand(t *testing.T) {
+	for in, want := range map[string][]string{
+		"harness driver":            {"harness", "driver"},
+		`node  './my driver.js' -x`: {"node", "./my driver.js", "-x"},
+		`python -c "print(\"hi\")"`: {"python", "-c", `print("hi")`},
+		`a\ b c`:                    {"a b", "c"},
+		"  spaced\targs\n":          {"spaced", "args"},
+		`x ''`:                      {"x", ""},
+	} {
+		got, err := splitCommand(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("splitCommand(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "   ", `"open`, "'open"} {
+		if _, err := splitCommand(bad); err == nil {
+			t.Errorf("splitCommand(%q) succeeded", bad)
+		}
+	}
+}

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/scenarios"
+)
+
+const runUsage = `usage: harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-v] [flags]
+
+Runs the scenario catalog (embedded in this binary; see harness list)
+against the reference runtime in this process, or against the
+implementation behind the driver command given with -impl (docs/DRIVER.md),
+and prints one line per scenario and a summary. Exit status: 0 when no
+scenario failed, 1 when one did, 2 for bad input (an unknown flag, a -run
+pattern that matches nothing, a driver that cannot be started or speaks
+another protocol version).
+
+flags:
+`
+
+// runScenarios implements `harness run`.
+func runScenarios(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("harness run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	runPattern := fs.String("run", "", "run only the scenarios whose name (NNN-slug) matches this regular expression")
+	impl := fs.String("impl", "", "driver command line of the implementation under test, e.g. 'node my-driver.js' (default: the reference runtime, in process)")
+	jsonFile := fs.String("json", "", "write the results as JSON to `FILE`")
+	junitFile := fs.String("junit", "", "write the results as JUnit XML to `FILE`")
+	verbose := fs.Bool("v", false, "print the log of every scenario, not only of failures")
+	strict := fs.Bool("strict", false, "also run the checks guarded by [strict]: known defects of the reference runtime")
+	parallel := fs.Int("parallel", 0, "how many scenarios run at once (default: twice the number of CPUs)")
+	timeout := fs.Duration("timeout", scenarios.DefaultAwaitTimeout, "real-time limit of every wait in a scenario (await, result, ...)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, runUsage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return 0
+		}
+		fmt.Fprintf(stderr, "harness run: %v (harness run -h lists the flags)\n", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "harness run: unexpected argument %q (select scenarios with -run REGEX)\n", fs.Arg(0))
+		return 2
+	}
+	ro := scenarios.RunOptions{
+		Options: scenarios.Options{
+			AwaitTimeout: *timeout,
+			Strict:       *strict,
+		},
+		Parallel: *parallel,
+		Verbose:  *verbose,
+	}
+	if *runPattern != "" {
+		re, err := regexp.Compile(*runPattern)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness run: -run: %v\n", err)
+			return 2
+		}
+		ro.Run = re
+	}
+	if *impl != "" {
+		argv, err := splitCommand(*impl)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness run: -impl: %v\n", err)
+			return 2
+		}
+		ro.Driver = argv
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "harness run: %v\n", err)
+		return 1
+	}
+	ro.FixtureExecutable = exe
+
+	var mu sync.Mutex
+	ro.Progress = func(r scenarios.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		printResult(stdout, r, *verbose)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := scenarios.RunCatalog(ctx, ro)
+	if err != nil {
+		var ve *driver.VersionError
+		switch {
+		case errors.Is(err, scenarios.ErrNoMatch):
+			fmt.Fprintf(stderr, "harness run: no scenario matches -run %q (harness list shows them)\n", *runPattern)
+		case errors.As(err, &ve):
+			fmt.Fprintf(stderr, "harness run: %s: %v\n", describeImpl(*impl), err)
+		default:
+			fmt.Fprintf(stderr, "harness run: cannot use %s: %v\n", describeImpl(*impl), oneLine(err))
+		}
+		return 2
+	}
+	fmt.Fprintf(stdout, "%d passed, %d failed, %d skipped (implementation %s %s; wall %.2fs, virtual time covered %.3fs)\n",
+		rep.Passed, rep.Failed, rep.Skipped, rep.Hello.Implementation.Name, rep.Hello.Implementation.Version,
+		rep.Wall.Seconds(), rep.Virtual.Seconds())
+	if *jsonFile != "" {
+		if err := writeJSONReport(*jsonFile, rep); err != nil {
+			fmt.Fprintf(stderr, "harness run: -json: %v\n", err)
+			return 1
+		}
+	}
+	if *junitFile != "" {
+		if err := writeJUnitReport(*junitFile, rep); err != nil {
+			fmt.Fprintf(stderr, "harness run: -junit: %v\n", err)
+			return 1
+		}
+	}
+	if rep.Failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+func describeImpl(impl string) string {
+	if impl == "" {
+		return "the reference driver"
+	}
+	return fmt.Sprintf("driver %q", impl)
+}
+
+func oneLine(err error) string {
+	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+}
+
+// printResult prints the progress line of one scenario and, for failures
+// (or with -v), its log indented.
+func printResult(w io.Writer, r scenarios.Result, verbose bool) {
+	switch r.Status {
+	case "pass":
+		fmt.Fprintf(w, "ok    %-45s %6.2fs  virtual %s\n", r.Name, r.Duration.Seconds(), fmtVirtual(r.Virtual))
+	case "fail":
+		fmt.Fprintf(w, "FAIL  %-45s %6.2fs  %s\n", r.Name, r.Duration.Seconds(), r.Reason)
+	default:
+		fmt.Fprintf(w, "skip  %-45s %6.2fs  %s\n", r.Name, r.Duration.Seconds(), r.Reason)
+	}
+	if r.Status == "fail" || verbose {
+		for _, line := range strings.Split(strings.TrimRight(r.Log, "\n"), "\n") {
+			fmt.Fprintf(w, "      %s\n", line)
+		}
+	}
+}
+
+func fmtVirtual(d time.Duration) string {
+	ms := d.Milliseconds()
+	return fmt.Sprintf("%d.%03ds", ms/1000, ms%1000)
+}
+
+// splitCommand splits a command line into words: spaces separate words,
+// single quotes keep everything literal, double quotes allow \" and \\,
+// and a backslash outside quotes escapes the next character.
+func splitCommand(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			inWord = true
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, errors.New("unterminated single quote")
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+		case c == '"':
+			inWord = true
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\') {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, errors.New("unterminated double quote")
+			}
+		case c == '\\':
+			inWord = true
+			if i+1 < len(s) {
+				i++
+				cur.WriteByte(s[i])
+			}
+		default:
+			inWord = true
+			cur.WriteByte(c)
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	if len(words) == 0 {
+		return nil, errors.New("empty command")
+	}
+	return words, nil
+}
+
+// jsonReport is the -json output.
+type jsonReport struct {
+	Protocol       string                `json:"protocol"`
+	Implementation driver.Implementation `json:"implementation"`
+	Capabilities   []driver.Capability   `json:"capabilities"`
+	Passed         int                   `json:"passed"`
+	Failed         int                   `json:"failed"`
+	Skipped        int                   `json:"skipped"`
+	WallSeconds    float64               `json:"wallSeconds"`
+	VirtualSeconds float64               `json:"virtualSeconds"`
+	Scenarios      []jsonScenario        `json:"scenarios"`
+}
+
+type jsonScenario struct {
+	Number         string  `json:"number"`
+	Name           string  `json:"name"`
+	Description    string  `json:"description"`
+	Guards         string  `json:"guards"`
+	Status         string  `json:"status"`
+	Seconds        float64 `json:"seconds"`
+	VirtualSeconds float64 `json:"virtualSeconds"`
+	Checks         int     `json:"checks"`
+	Reason         string  `json:"reason,omitempty"`
+	Log            string  `json:"log,omitempty"`
+}
+
+func writeJSONReport(file string, rep *scenarios.Report) error {
+	out := jsonReport{
+		Protocol:       rep.Hello.Protocol,
+		Implementation: rep.Hello.Implementation,
+		Capabilities:   rep.Hello.Capabilities,
+		Passed:         rep.Passed,
+		Failed:         rep.Failed,
+		Skipped:        rep.Skipped,
+		WallSeconds:    rep.Wall.Seconds(),
+		VirtualSeconds: rep.Virtual.Seconds(),
+		Scenarios:      []jsonScenario{},
+	}
+	for _, r := range rep.Results {
+		js := jsonScenario{
+			Number: r.Number, Name: r.Name, Description: r.Description, Guards: r.Guards,
+			Status: r.Status, Seconds: r.Duration.Seconds(), VirtualSeconds: r.Virtual.Seconds(),
+			Checks: r.Checks, Reason: r.Reason,
+		}
+		if r.Status == "fail" {
+			js.Log = r.Log
+		}
+		out.Scenarios = append(out.Scenarios, js)
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, append(b, '\n'), 0o644)
+}
+
+// JUnit XML, as read by CI systems.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	ClassName string        `xml:"classname,attr"`
+	Name      string        `xml:"name,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+func writeJUnitReport(file string, rep *scenarios.Report) error {
+	secs := func(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+	suite := junitSuite{
+		Name:     "mcplife scenarios",
+		Tests:    len(rep.Results),
+		Failures: rep.Failed,
+		Skipped:  rep.Skipped,
+		Time:     secs(rep.Wall),
+		Properties: []junitProperty{
+			{"implementation", rep.Hello.Implementation.Name + " " + rep.Hello.Implementation.Version},
+			{"protocol", rep.Hello.Protocol},
+			{"virtualSeconds", fmt.Sprintf("%.3f", rep.Virtual.Seconds())},
+		},
+	}
+	for _, r := range rep.Results {
+		c := junitCase{ClassName: "scenarios", Name: r.Name, Time: secs(r.Duration)}
+		switch r.Status {
+		case "fail":
+			c.Failure = &junitMessage{Message: r.Reason, Text: r.Log}
+		case "skip":
+			c.Skipped = &junitMessage{Message: r.Reason}
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	out := junitSuites{
+		Name: "mcplife", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped,
+		Time: suite.Time, Suites: []junitSuite{suite},
+	}
+	b, err := xml.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, append([]byte(xml.Header), append(b, '\n')...), 0o644)
+}

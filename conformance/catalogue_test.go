@@ -1,0 +1,208 @@
+package conformance
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/mcplife/mcplife/runtime/docsection"
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/host"
+)
+
+const (
+	catalogueFile = "testdata/requirements.json"
+	conformanceMD = "../docs/CONFORMANCE.md"
+)
+
+// TestCatalogue keeps the golden catalogue and the generated sections of
+// docs/CONFORMANCE.md in step with the requirements declared in the specs.
+// MCPLIFE_UPDATE_DOCS=1 rewrites them.
+func TestCatalogue(t *testing.T) {
+	want := CatalogueJSON()
+	got, err := os.ReadFile(catalogueFile)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		if os.Getenv(docsection.UpdateEnv) != "" {
+			if err := os.WriteFile(catalogueFile, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			t.Errorf("%s is stale: the requirements changed; run the tests with %s=1 to rewrite it, and review the diff", catalogueFile, docsection.UpdateEnv)
+		}
+	}
+	if err := docsection.Check(conformanceMD, "requirements", CatalogueMarkdown()); err != nil {
+		t.Error(err)
+	}
+	if err := docsection.Check(conformanceMD, "teeth", teethMarkdown()); err != nil {
+		t.Error(err)
+	}
+}
+
+// teethMarkdown renders the teeth table for docs/CONFORMANCE.md.
+func teethMarkdown() string {
+	var b strings.Builder
+	b.WriteString("<!-- Rendered from the teeth table in conformance/teeth_test.go; do not edit by hand. -->\n\n")
+	b.WriteString("| `MCPLIFE_FAULTS` | Defect | Fails (first: the requirement naming the defect) |\n|---|---|---|\n")
+	for _, v := range teeth {
+		ids := append([]string{v.names}, v.also...)
+		for i, id := range ids {
+			ids[i] = "`" + id + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", v.fault, v.defect, strings.Join(ids, ", "))
+	}
+	return b.String()
+}
+
+// TestRequirementsWellFormed checks what register cannot: every profile has
+// requirements, and the statements are unique.
+func TestRequirementsWellFormed(t *testing.T) {
+	byProfile := map[driver.Profile]int{}
+	seen := map[string]string{}
+	for _, r := range Requirements() {
+		byProfile[r.Profile]++
+		if other, ok := seen[r.Statement]; ok {
+			t.Errorf("%s and %s have the same statement", r.ID, other)
+		}
+		seen[r.Statement] = r.ID
+		if !strings.HasPrefix(r.Statement, "An implementation ") {
+			t.Errorf("%s: statements start with \"An implementation\"", r.ID)
+		}
+	}
+	for _, p := range driver.Profiles() {
+		if byProfile[p.Name] == 0 {
+			t.Errorf("profile %s has no requirement", p.Name)
+		}
+	}
+}
+
+// TestTeethTable checks the teeth table without running it: every defect
+// the runtime can inject has a row, and every id is a requirement.
+func TestTeethTable(t *testing.T) {
+	var faults []string
+	for _, v := range teeth {
+		faults = append(faults, v.fault)
+		for _, id := range append([]string{v.names}, v.also...) {
+			if _, ok := Lookup(id); !ok {
+				t.Errorf("%s: unknown requirement %s", v.fault, id)
+			}
+		}
+		if v.defect == "" {
+			t.Errorf("%s: describe the defect", v.fault)
+		}
+	}
+	for _, f := range host.FaultNames() {
+		if !slices.Contains(faults, f) {
+			t.Errorf("defect %s of runtime/host has no row in the teeth table", f)
+		}
+	}
+}
+
+func TestSplitCommand(t *testing.T) {
+	for in, want := range map[string][]string{
+		"harness driver":                  {"harness", "driver"},
+		`node  "my driver.js" --x`:        {"node", "my driver.js", "--x"},
+		`sh -c 'exec ./d "$X"'`:           {"sh", "-c", `exec ./d "$X"`},
+		`a\ b "c\"d" ''`:                  {"a b", `c"d`, ""},
+		"  /abs/path/harness\tdriver\n  ": {"/abs/path/harness", "driver"},
+	} {
+		got, err := SplitCommand(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("SplitCommand(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "   ", `"open`, `'open`, `trailing\`} {
+		if _, err := SplitCommand(bad); err == nil {
+			t.Errorf("SplitCommand(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestParseBaseline(t *testing.T) {
+	b, err := ParseBaseline("b.txt", strings.NewReader("# comment\n\nCORE-NAMING-002   keeps prefixes (issue #41)\nSEC-WRAP-002\tnot yet\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Reasons) != 2 || b.Reasons["CORE-NAMING-002"] != "keeps prefixes (issue #41)" || b.Reasons["SEC-WRAP-002"] != "not yet" {
+		t.Errorf("reasons = %v", b.Reasons)
+	}
+	if err := b.check(); err != nil {
+		t.Error(err)
+	}
+	for _, bad := range []string{"CORE-NAMING-002\n", "CORE-NAMING-002 a\nCORE-NAMING-002 b\n"} {
+		if _, err := ParseBaseline("b.txt", strings.NewReader(bad)); err == nil {
+			t.Errorf("ParseBaseline(%q) succeeded", bad)
+		}
+	}
+	unknown, err := ParseBaseline("b.txt", strings.NewReader("NOPE-X-001 reason\n"))
+	if err != nil || unknown.check() == nil {
+		t.Errorf("an unknown id is not rejected: %v", err)
+	}
+}
+
+// specReport fakes a ginkgo spec report of requirement id.
+func specReport(id string, state types.SpecState, msg string) types.SpecReport {
+	r, _ := Lookup(id)
+	return types.SpecReport{
+		LeafNodeType:   types.NodeTypeIt,
+		LeafNodeLabels: r.Labels(),
+		State:          state,
+		Failure:        types.Failure{Message: msg},
+	}
+}
+
+// TestVerdicts checks how ginkgo's report and the baseline make verdicts.
+func TestVerdicts(t *testing.T) {
+	rep := types.Report{SpecReports: types.SpecReports{
+		specReport("CORE-CONNECT-001", types.SpecStatePassed, ""),
+		specReport("CORE-CONNECT-002", types.SpecStateFailed, "journal: boom"),
+		specReport("CORE-NAMING-001", types.SpecStateFailed, "expected"),
+		specReport("CORE-NAMING-002", types.SpecStatePassed, ""),
+		specReport("SEC-WRAP-001", types.SpecStateSkipped, "not applicable: the driver does not claim profile security"),
+	}}
+	s := &state{cfg: Config{Target: Target{Name: "t"}, Baseline: &Baseline{File: "b.txt", Reasons: map[string]string{
+		"CORE-NAMING-001": "known", "CORE-NAMING-002": "was broken",
+	}}}, mode: ClockVirtual, hello: &driver.HelloResult{Implementation: driver.Implementation{Name: "x"}}}
+	res := summarize(s, rep)
+	want := map[string]Verdict{
+		"CORE-CONNECT-001": Passed, "CORE-CONNECT-002": Failed, "CORE-NAMING-001": ExpectedFailure,
+		"CORE-NAMING-002": StaleBaseline, "SEC-WRAP-001": NotApplicable, "SEC-WRAP-002": NotSelected,
+	}
+	for id, v := range want {
+		if o, _ := res.Outcome(id); o.Verdict != v {
+			t.Errorf("%s: %s, want %s", id, o.Verdict, v)
+		}
+	}
+	if res.OK || res.Passed != 1 || res.Failed != 2 || res.Expected != 1 || res.Stale != 1 || res.NotApplicable != 1 {
+		t.Errorf("totals: %+v", res)
+	}
+	if res.Skipped != len(Requirements())-4 {
+		t.Errorf("skipped %d", res.Skipped)
+	}
+	var out bytes.Buffer
+	res.WriteSummary(&out)
+	last := strings.TrimSpace(out.String())
+	last = last[strings.LastIndex(last, "\n")+1:]
+	if wantLast := fmt.Sprintf("1 passed, 2 failed, %d skipped", res.Skipped); last != wantLast {
+		t.Errorf("closing line %q, want %q", last, wantLast)
+	}
+	for _, m := range []string{"XFAIL CORE-NAMING-001", "STALE CORE-NAMING-002", "FAIL  CORE-CONNECT-002", "N/A   SEC-WRAP-001", "journal: boom"} {
+		if !strings.Contains(out.String(), m) {
+			t.Errorf("summary lacks %q:\n%s", m, out.String())
+		}
+	}
+
+	// Without failures the run passes; an expected failure alone too.
+	s.cfg.Baseline = &Baseline{File: "b.txt", Reasons: map[string]string{"CORE-CONNECT-002": "known"}}
+	rep.SpecReports = rep.SpecReports[:2]
+	if res := summarize(s, rep); !res.OK {
+		t.Errorf("a run with only expected failures fails: %+v", res)
+	}
+}

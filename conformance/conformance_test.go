@@ -1,0 +1,147 @@
+package conformance
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/proctest"
+)
+
+// roleEnv makes the test binary play another role: "fixture" (the fixture
+// MCP server, for the servers the suite configures) or "driver" (the
+// reference driver on stdin/stdout).
+const roleEnv = "MCPLIFE_CONFORMANCE_ROLE"
+
+var (
+	flagImpl         = flag.String("impl", "", "command line of the driver under test (default: the reference driver, in-process)")
+	flagClock        = flag.String("clock", ClockAuto, "clock mode: auto, virtual or real")
+	flagTimeScale    = flag.Float64("time-scale", DefaultTimeScale, "real-time mode: factor applied to the durations the suite configures")
+	flagBaseline     = flag.String("baseline", "", "file of expected failures (requirement id and reason per line)")
+	flagProfiles     = flag.String("profile", "", "comma-separated profiles to run (default: all)")
+	flagReqs         = flag.String("req", "", "comma-separated requirement ids to run (default: all)")
+	flagJUnit        = flag.String("junit", "", "write a JUnit XML report to this file")
+	flagJSON         = flag.String("json", "", "write a JSON report to this file")
+	flagAwaitTimeout = flag.Duration("await-timeout", DefaultAwaitTimeout, "real-time bound of each wait")
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(roleEnv) {
+	case "fixture":
+		os.Exit(fixture.Main())
+	case "driver":
+		if err := driver.Serve(context.Background(), os.Stdin, os.Stdout, claimsFromEnv()); err != nil {
+			fmt.Fprintln(os.Stderr, "driver:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	proctest.Main(m, ginkgoLeakOptions()...)
+}
+
+// claimsEnv, for the driver role, restricts the profiles the reference
+// driver claims (comma-separated) and its capabilities to what they
+// require: a stand-in for an implementation that does less.
+const claimsEnv = "MCPLIFE_CONFORMANCE_CLAIMS"
+
+func claimsFromEnv() driver.ServeOptions {
+	v, ok := os.LookupEnv(claimsEnv)
+	if !ok {
+		return driver.ServeOptions{}
+	}
+	opts := driver.ServeOptions{Profiles: []driver.Profile{}, Capabilities: []driver.Capability{}}
+	for _, name := range splitList(v) {
+		for _, p := range driver.Profiles() {
+			if string(p.Name) != name {
+				continue
+			}
+			opts.Profiles = append(opts.Profiles, p.Name)
+			for _, c := range p.Requires {
+				if !slices.Contains(opts.Capabilities, c) {
+					opts.Capabilities = append(opts.Capabilities, c)
+				}
+			}
+		}
+	}
+	return opts
+}
+
+// ginkgoLeakOptions ignores the goroutines ginkgo keeps for its whole
+// process (its interrupt handler and signal watchers).
+func ginkgoLeakOptions() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreAnyFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"),
+		goleak.IgnoreAnyFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts"),
+		goleak.IgnoreAnyFunction("os/signal.signal_recv"),
+		goleak.IgnoreAnyFunction("os/signal.loop"),
+	}
+}
+
+// selfFixture is the fixture as the test binary plays it.
+func selfFixture(t testing.TB) Fixture {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Fixture{Command: exe, Env: map[string]string{roleEnv: "fixture", "GORACE": "atexit_sleep_ms=0"}}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestConformance runs the suite: against the reference runtime in-process
+// by default, or against -impl.
+func TestConformance(t *testing.T) {
+	cfg := Config{
+		Fixture:      selfFixture(t),
+		Clock:        *flagClock,
+		TimeScale:    *flagTimeScale,
+		AwaitTimeout: *flagAwaitTimeout,
+		JUnitReport:  *flagJUnit,
+		JSONReport:   *flagJSON,
+		IDs:          splitList(*flagReqs),
+		TempDir:      t.TempDir(),
+	}
+	for _, p := range splitList(*flagProfiles) {
+		cfg.Profiles = append(cfg.Profiles, driver.Profile(p))
+	}
+	if *flagImpl != "" {
+		argv, err := SplitCommand(*flagImpl)
+		if err != nil {
+			t.Fatalf("-impl: %v", err)
+		}
+		cfg.Target = Target{Command: argv}
+	}
+	if *flagBaseline != "" {
+		b, err := ReadBaseline(*flagBaseline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Baseline = b
+	}
+	start := time.Now()
+	res, err := Run(&fakeT{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("conformance run took %v", time.Since(start).Round(time.Millisecond))
+	if !res.OK {
+		t.Errorf("conformance failed: %d passed, %d failed, %d skipped", res.Passed, res.Failed, res.Skipped)
+	}
+}

@@ -1,0 +1,500 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/event"
+)
+
+// Requirements of the core profile: every implementation.
+
+// builtinTools are the raw names of the fixture's built-in tools, sorted.
+func builtinTools() []string {
+	var out []string
+	for _, t := range fixture.Tools() {
+		out = append(out, t.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// listedCount sums the tools/list pages the fixture answered in one launch.
+func listedCount(j JournalEntries, launch int) int {
+	n := 0
+	for _, e := range j.Of("tools-list") {
+		if e.Launch == launch {
+			n += e.Int("count")
+		}
+	}
+	return n
+}
+
+func contains(list []string, s string) bool { return slices.Contains(list, s) }
+
+var _ = Spec(Requirement{
+	ID: "CORE-CONNECT-001", Level: Must, Profile: driver.ProfileCore, Area: "connect",
+	Statement: "An implementation MUST connect a stdio server with the MCP handshake (initialize, then notifications/initialized, then tools/list) and expose exactly the tools the server listed.",
+	Source:    Source{"seed 000", "connectToServer() performs MCP initialize + notifications/initialized ... call listTools(connection)"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
+	rep := h.Open("main")
+	h.Verify(Response, contains(rep.Ready, "fx"), "the start report lists the server as ready", "ready=%v failed=%v", rep.Ready, rep.Failed)
+	j := h.AwaitJournal("fx", "tools-list", 1)
+	order := []string{}
+	for _, e := range j {
+		switch e.Kind {
+		case "initialize", "initialized", "tools-list":
+			if len(order) == 0 || order[len(order)-1] != e.Kind {
+				order = append(order, e.Kind)
+			}
+		}
+	}
+	h.Verify(Journal, slices.Equal(order, []string{"initialize", "initialized", "tools-list"}),
+		"the server saw initialize, initialized and tools/list in that order", "%v", order)
+	h.Verify(Journal, j.Count("initialize") == 1 && j.Launches() != nil && len(j.Launches()) == 1,
+		"one launch and one handshake", "launches=%d initialize=%d", len(j.Launches()), j.Count("initialize"))
+	var raw []string
+	for _, t := range h.Tools("main") {
+		if t.Server == "fx" {
+			raw = append(raw, t.Tool)
+		}
+	}
+	sort.Strings(raw)
+	listed := listedCount(j, 1)
+	h.Verify(Journal, len(raw) == listed && slices.Equal(raw, builtinTools()),
+		"the session exposes exactly the tools the server listed", "listed %d, exposed %v", listed, raw)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-CONNECT-002", Level: Must, Profile: driver.ProfileCore, Area: "connect",
+	Statement: "An implementation MUST follow tools/list pagination and expose the tools of every page.",
+	Source:    Source{"seed 000", "Per-server connect pipeline: call listTools(connection); cache tool definitions"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_EXTRA_TOOLS": "25", "MCP_FIXTURE_PAGE_SIZE": "10"})}})
+	h.Open("main")
+	j := h.AwaitJournal("fx", "tools-list", 4)
+	pages := j.Of("tools-list")
+	withCursor := len(j.Where("tools-list", "cursor", "true"))
+	h.Verify(Journal, len(pages) >= 4 && withCursor >= 3, "the server answered every page, each later page asked for with its cursor",
+		"%d pages, %d with a cursor", len(pages), withCursor)
+	n := len(h.ToolNames("main", "fx"))
+	h.Verify(Journal, n == listedCount(j, 1) && n == 9+25, "the session exposes the tools of every page", "exposed %d of %d listed", n, listedCount(j, 1))
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-CONFIG-001", Level: Must, Profile: driver.ProfileCore, Area: "config",
+	Statement: "An implementation MUST skip an invalid server entry with a config.error naming the server and field, list it in status as failed, and still connect the valid servers of the same configuration.",
+	Source:    Source{"seed 000", "Invalid server config | Server skipped with validation error entry | Best-effort per server"},
+}, func(h *H) {
+	bad := h.Fixture("bad", nil).With("url", "http://127.0.0.1:9/mcp") // command and url together
+	h.Start(Setup{Servers: map[string]Server{"good": h.Fixture("good", nil), "bad": bad}})
+	errs := h.Find(Ev(event.ConfigError, "bad"))
+	field := ""
+	if len(errs) > 0 {
+		field, _ = errs[0].Get("field")
+	}
+	h.Verify(Events, len(errs) > 0 && field != "", "a config.error names the server and the field", "%d config.error events, field %q", len(errs), field)
+	rep := h.Open("main")
+	h.AwaitJournal("good", "initialized", 1)
+	h.Verify(Journal, contains(rep.Ready, "good"), "the valid server connects", "ready=%v", rep.Ready)
+	h.Verify(Journal, len(h.Journal("bad").Launches()) == 0, "the invalid server is never launched", "%d launches", len(h.Journal("bad").Launches()))
+	st := h.Status("bad")
+	h.Verify(Response, st.State == "failed" && st.Error != "", "status lists the invalid server as failed with an error", "state=%s error=%q", st.State, st.Error)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-CONFIG-002", Level: Must, Profile: driver.ProfileCore, Area: "config",
+	Statement: "An implementation MUST NOT launch a server whose configuration says \"enabled\": false, and status MUST list it as disabled.",
+	Source:    Source{"seed 002", "Treat enabled: false as hard-off: server is omitted from runtime connect set"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"on": h.Fixture("on", nil), "off": h.Fixture("off", nil).With("enabled", false)}})
+	rep := h.Open("main")
+	h.AwaitJournal("on", "initialized", 1)
+	h.Verify(Journal, len(h.Journal("off").Launches()) == 0, "the disabled server is never launched while its sibling is",
+		"off: %d launches; report ready=%v", len(h.Journal("off").Launches()), rep.Ready)
+	h.Verify(Events, h.Count(Ev(event.ServerDisabled, "off")) == 1, "server.disabled is reported", "%d events", h.Count(Ev(event.ServerDisabled, "off")))
+	st := h.Status("off")
+	h.Verify(Response, st.State == "disabled", "status lists it as disabled", "state=%s", st.State)
+	h.Verify(Response, len(h.ToolNames("main", "off")) == 0, "it exposes no tools", "%v", h.ToolNames("main", "off"))
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-NAMING-001", Level: Must, Profile: driver.ProfileCore, Area: "naming",
+	Statement: "An implementation MUST expose each tool as mcp_<server>_<tool> with both parts lower-cased and every run of other characters than [a-z0-9_] replaced by one underscore, and route calls of that name to the raw tool.",
+	Source:    Source{"reference semantics", "Tool name: lowercase; runs of characters outside [a-z0-9_] become _; repeated _ collapse (seed 002: mcp_<sanitized_server_name>_<sanitized_tool_name>)"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"Docs-Server..v2": h.Fixture("docs", nil)}})
+	h.Open("main")
+	var got, want []string
+	for _, t := range h.Tools("main") {
+		if t.Server == "Docs-Server..v2" {
+			got = append(got, t.Name)
+		}
+	}
+	for _, raw := range builtinTools() {
+		want = append(want, "mcp_docs_server_v2_"+raw)
+	}
+	sort.Strings(got)
+	h.Verify(Response, slices.Equal(got, want), "every tool is exposed as mcp_docs_server_v2_<tool>", "%v", got)
+	r := h.CallNow("main", "mcp_docs_server_v2_echo", map[string]any{"text": "routed"})
+	starts := h.AwaitJournal("docs", "call-start", 1).Of("call-start")
+	h.Verify(Journal, starts[0].Str("tool") == "echo" && !r.Result.IsError, "the exposed name reaches the raw tool", "server saw %q, isError=%v", starts[0].Str("tool"), r.Result.IsError)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-NAMING-002", Level: Must, Profile: driver.ProfileCore, Area: "naming",
+	Statement: "An implementation MUST strip a redundant <server>_ prefix from a tool name once when building its exposed name.",
+	Source:    Source{"seed 002", "redundant <server>_ prefix in tool name is stripped once"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"tool": h.Fixture("tool", Knobs{"MCP_FIXTURE_EXTRA_TOOLS": "2"})}})
+	h.Open("main")
+	names := h.ToolNames("main", "tool")
+	h.Verify(Response, contains(names, "mcp_tool_0001") && contains(names, "mcp_tool_0002") && contains(names, "mcp_tool_echo"),
+		"tool_0001 of server tool is exposed as mcp_tool_0001, echo as mcp_tool_echo", "%v", names)
+	h.CallNow("main", "mcp_tool_0002", map[string]any{"text": "x"})
+	starts := h.AwaitJournal("tool", "call-start", 1).Of("call-start")
+	h.Verify(Journal, starts[0].Str("tool") == "tool_0002", "the call reaches the raw tool tool_0002", "server saw %q", starts[0].Str("tool"))
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-NAMING-003", Level: Should, Profile: driver.ProfileCore, Area: "naming",
+	Statement: "An implementation SHOULD list a session's tools sorted by exposed name, whatever order the servers connect and list them in.",
+	Source:    Source{"reference semantics", "tools are sorted by name so the bytes sent to the model are stable"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{
+		"zeta":  h.Fixture("zeta", nil),
+		"alpha": h.Fixture("alpha", Knobs{"MCP_FIXTURE_INIT_DELAY_MS": "30"}),
+	}})
+	h.Open("main")
+	h.AwaitJournal("alpha", "tools-list", 1)
+	h.AwaitJournal("zeta", "tools-list", 1)
+	names := h.ToolNames("main", "")
+	h.Verify(Journal, len(names) == 18 && slices.IsSorted(names), "the 18 tools both servers listed come sorted by exposed name", "%v", names)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-APPROVAL-001", Level: Must, Profile: driver.ProfileCore, Area: "naming",
+	Statement: "An implementation MUST mark every MCP tool as requiring approval unless its configuration says otherwise.",
+	Source:    Source{"seed 004", "Every MCP tool is registered with requiresApproval: true"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
+	h.Open("main")
+	h.AwaitJournal("fx", "tools-list", 1)
+	var without []string
+	tools := h.Tools("main")
+	for _, t := range tools {
+		if !t.RequiresApproval {
+			without = append(without, t.Name)
+		}
+	}
+	h.Verify(Journal, len(tools) == 9 && len(without) == 0, "all 9 listed tools require approval", "%d tools, without approval: %v", len(tools), without)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-SCHEMA-001", Level: Must, Profile: driver.ProfileCore, Area: "schema",
+	Statement: "An implementation MUST hand each tool's input schema to the agent as an object schema, adding an empty \"properties\" object where the server's object schema has none.",
+	Source:    Source{"seed 002", "convertSchema() keeps MCP JSON Schema mostly as-is but patches object schemas missing properties with {}"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
+	h.Open("main")
+	h.AwaitJournal("fx", "tools-list", 1)
+	schemas := map[string]map[string]any{}
+	for _, t := range h.Tools("main") {
+		var m map[string]any
+		_ = json.Unmarshal(t.InputSchema, &m)
+		schemas[t.Tool] = m
+	}
+	inject := schemas["inject"]
+	_, hasProps := inject["properties"]
+	h.Verify(Journal, inject["type"] == "object" && hasProps, "the argument-less inject tool gets type object with properties", "%v", inject)
+	echo := schemas["echo"]
+	props, _ := echo["properties"].(map[string]any)
+	_, hasText := props["text"]
+	h.Verify(Response, hasText, "a schema that has properties keeps them", "%v", echo)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-RESULT-001", Level: Must, Profile: driver.ProfileCore, Area: "results",
+	Statement: "An implementation MUST hand a successful tool result to the agent as a non-error result carrying the server's text.",
+	Source:    Source{"seed 002", "MCPTool.execute() calls MCP tools/call, flattens MCP content into displayable text"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
+	h.Open("main")
+	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "hello from the agent"})
+	end := h.AwaitJournal("fx", "call-end", 1).Last("call-end")
+	h.Verify(Journal, end.Str("outcome") == "ok" && end.Str("tool") == "echo", "the server answered the call", "call-end %v", end.Fields)
+	h.Verify(Response, !r.Result.IsError && r.Error == nil && strings.Contains(r.Result.Text, "hello from the agent"),
+		"the agent gets the text as a non-error result", "isError=%v error=%v text=%q", r.Result.IsError, r.Error, r.Result.Text)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-RESULT-002", Level: Must, Profile: driver.ProfileCore, Area: "results",
+	Statement: "An implementation MUST hand a result the server marks isError to the agent as an error result whose text carries the server's message, without treating it as a failure of the server.",
+	Source:    Source{"seed 002", "maps server-reported isError to Error: ... text result"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
+	h.Open("main")
+	r := h.CallNow("main", "mcp_fx_fail", map[string]any{"message": "quota exceeded"})
+	end := h.AwaitJournal("fx", "call-end", 1).Last("call-end")
+	h.Verify(Journal, end.Str("outcome") == "tool-error", "the server answered with an isError result", "call-end %v", end.Fields)
+	h.Verify(Response, r.Result.IsError && r.Error == nil && strings.Contains(r.Result.Text, "quota exceeded"),
+		"the agent gets an error result with the message and no failure code", "isError=%v error=%v text=%q", r.Result.IsError, r.Error, r.Result.Text)
+	r2 := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "still here"})
+	j := h.Journal("fx")
+	h.Verify(Journal, !r2.Result.IsError && len(j.Launches()) == 1, "the same server process answers the next call", "launches=%d", len(j.Launches()))
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-RESULT-003", Level: Must, Profile: driver.ProfileCore, Area: "results",
+	Statement: "An implementation MUST turn a JSON-RPC error of tools/call into a failed result whose text starts with \"MCP error:\", and keep the server connected.",
+	Source:    Source{"seed 002", "maps thrown transport/runtime failures to MCP error: ..."},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
+	h.Open("main")
+	r := h.CallNow("main", "mcp_fx_fail", map[string]any{"message": "backend down", "rpc": true})
+	end := h.AwaitJournal("fx", "call-end", 1).Last("call-end")
+	h.Verify(Journal, end.Str("outcome") == "rpc-error", "the server answered with a JSON-RPC error", "call-end %v", end.Fields)
+	h.Verify(Response, r.Result.IsError && r.Error != nil && strings.Contains(r.Result.Text, "MCP error:") && strings.Contains(r.Result.Text, "backend down"),
+		"the agent gets a failed result starting MCP error: with the server's message", "error=%v text=%q", r.Error, r.Result.Text)
+	r2 := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "next"})
+	h.Verify(Journal, !r2.Result.IsError && len(h.Journal("fx").Launches()) == 1, "the same server process answers the next call", "launches=%d", len(h.Journal("fx").Launches()))
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-RESULT-004", Level: Must, Profile: driver.ProfileCore, Area: "results",
+	Statement: "An implementation MUST fail a call of a tool the session does not expose with unknown_tool, without sending anything to any server.",
+	Source:    Source{"seed 004", "executeToolUses looks up the tool via MCPManager.getTool(name)"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
+	h.Open("main")
+	r := h.CallNow("main", "mcp_fx_no_such_tool", nil)
+	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeUnknownTool), "the outcome is unknown_tool", "error=%v", r.Error)
+	h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "marker"})
+	j := h.AwaitJournal("fx", "call-start", 1)
+	h.Verify(Journal, j.Count("call-start") == 1 && j.Of("call-start")[0].Str("tool") == "echo", "only the later echo call reached the server", "%d call-start entries", j.Count("call-start"))
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-TIMEOUT-001", Level: Must, Profile: driver.ProfileCore, Area: "timeout", Timing: true,
+	Statement: "An implementation MUST fail a call that outlasts its tool timeout with mcp_tool_timeout when the timeout passes, and not before.",
+	Source:    Source{"seed 001", "MCP client requestTimeoutMs stays padded (>150 % of the tool timeout) so the agent's watchdog fires first and can make this decision deliberately"},
+}, func(h *H) {
+	timeout := h.D(2000)
+	h.Start(Setup{
+		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_HANG_MS": "600000"})},
+		Options: &driver.StartOptions{ToolTimeoutMs: Ms(timeout)},
+	})
+	h.Open("main")
+	id := h.Call("main", "mcp_fx_test", map[string]any{"text": "slow"})
+	h.AwaitJournal("fx", "hang-start", 1)
+	started := h.Await(Ev(event.ToolCallStarted, "fx"))
+	early := timeout - 1
+	if !h.Virtual() {
+		early = timeout / 2
+	}
+	h.Pass(early)
+	h.Settle()
+	h.Verify(Response, !h.HasResult(id), "the call is still running before its timeout", "%s after %d ms", pick(h.HasResult(id), "finished", "running"), early)
+	h.Pass(timeout - early)
+	r := h.Result(id)
+	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeToolTimeout), "the call fails with mcp_tool_timeout", "error=%v", r.Error)
+	to := h.Await(Ev(event.ToolTimeout, "fx"))
+	h.VerifyElapsed(Events, "tool.timeout comes one tool timeout after tool.call_started", to.At-started.At, time.Duration(timeout)*time.Millisecond)
+	j := h.Journal("fx")
+	h.Verify(Journal, j.Count("call-end") == 0 || j.Last("call-end").Str("outcome") != "ok", "the server never completed the call", "call-end %v", j.Last("call-end").Fields)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-TIMEOUT-002", Level: Must, Profile: driver.ProfileCore, Area: "timeout", Timing: true,
+	Statement: "An implementation MUST apply a per-call timeout to that call only, instead of the default tool timeout.",
+	Source:    Source{"field failure 7", "Request timeout default of 60 s kills long tools unless per-call timeouts are set. Needs: separate connect and call timeouts"},
+}, func(h *H) {
+	short := h.D(1000)
+	h.Start(Setup{
+		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_HANG_MS": "600000"})},
+		Options: &driver.StartOptions{ToolTimeoutMs: Ms(h.D(60000))},
+	})
+	h.Open("main")
+	long := h.Call("main", "mcp_fx_test", map[string]any{"text": "default"})
+	quick := h.CallTimeout("main", "mcp_fx_test", map[string]any{"text": "short"}, Ms(short))
+	h.AwaitJournal("fx", "hang-start", 2)
+	h.Pass(short)
+	r := h.Result(quick)
+	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeToolTimeout), "the call with the short timeout fails with mcp_tool_timeout", "error=%v", r.Error)
+	h.Settle()
+	h.Verify(Response, !h.HasResult(long), "the call under the default timeout is still running", "%s", pick(h.HasResult(long), "finished", "running"))
+	h.Verify(Journal, len(h.Journal("fx").Launches()) == 1 && h.Journal("fx").Count("hang-start") == 2, "both calls reached the one server process", "launches=%d", len(h.Journal("fx").Launches()))
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-CANCEL-001", Level: Must, Profile: driver.ProfileCore, Area: "cancel",
+	Statement: "An implementation MUST end a call the caller cancels with aborted, tell the server to cancel the request, and keep the server running.",
+	Source:    Source{"seed 000", "convert transport/tool errors into MCP error: ... tool content (abort remains abort)"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
+	h.Open("main")
+	id := h.Call("main", "mcp_fx_sleep", map[string]any{"ms": 600000})
+	h.AwaitJournal("fx", "call-start", 1)
+	running := h.Cancel(id)
+	h.Verify(Response, running, "tool.cancel finds the call running", "running=%v", running)
+	r := h.Result(id)
+	h.Verify(Response, r.Result.Aborted && r.Error != nil && r.Error.Code == string(driver.OutcomeAborted), "the call ends aborted", "aborted=%v error=%v", r.Result.Aborted, r.Error)
+	end := h.AwaitJournal("fx", "call-end", 1).Last("call-end")
+	h.Verify(Journal, end.Str("outcome") == "cancelled", "the server saw the request cancelled", "call-end %v", end.Fields)
+	r2 := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "after"})
+	h.Verify(Journal, !r2.Result.IsError && len(h.Journal("fx").Launches()) == 1, "the same process answers the next call", "launches=%d", len(h.Journal("fx").Launches()))
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-FAILFAST-001", Level: Must, Profile: driver.ProfileCore, Area: "failfast",
+	Statement: "An implementation MUST fail a call in flight with mcp_connection_lost as soon as its stdio server dies, not when the call's timeout passes.",
+	Source:    Source{"field failure 3", "A dead stdio server is detected within half a second, but calls already in flight hang until their 30-minute tool timeout. Needs: in-flight calls fail fast"},
+}, func(h *H) {
+	timeout := h.D(60000)
+	h.Start(Setup{
+		Servers: map[string]Server{"fx": h.Fixture("fx", nil)},
+		Options: &driver.StartOptions{ToolTimeoutMs: Ms(timeout)},
+	})
+	h.Open("main")
+	id := h.Call("main", "mcp_fx_crash", map[string]any{"code": 3})
+	exit := h.AwaitJournal("fx", "exit", 1).Last("exit")
+	h.Verify(Journal, exit.Str("reason") == "crash", "the server died mid-call", "exit %v", exit.Fields)
+	wait := h.s.cfg.AwaitTimeout
+	if !h.Virtual() {
+		wait = min(wait, time.Duration(timeout)*time.Millisecond/2)
+	}
+	r, ok := h.ResultWithin(id, wait)
+	h.Verify(Response, ok, "the call ends without waiting for its timeout", "%s within %v of real time", pick(ok, "result", "no result"), wait)
+	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeConnectionLost), "the call fails with mcp_connection_lost", "error=%v", r.Error)
+	if h.Virtual() {
+		h.Verify(Response, h.Now() == 0, "the virtual clock never moved", "now=%v", h.Now())
+	}
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-HANDSHAKE-001", Level: Must, Profile: driver.ProfileCore, Area: "connect",
+	Statement: "An implementation MUST report a server that exits during the handshake as failed as soon as it exits, not at the connect timeout.",
+	Source:    Source{"field failure 10", "an immediate exit of the child is not noticed until initialize times out. Needs: exit detection during the handshake"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{
+		"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_EXIT_AFTER": "initialize-request", "MCP_FIXTURE_EXIT_CODE": "3"}).With("restart", "never"),
+	}})
+	rep := h.Open("main")
+	exit := h.AwaitJournal("fx", "exit", 1).Of("exit")[0]
+	h.Verify(Journal, exit.Int("code") == 3, "the server died during initialize", "exit %v", exit.Fields)
+	h.Verify(Response, contains(rep.Failed, "fx") && rep.Errors["fx"] != "", "session.open reports it failed with an error", "failed=%v errors=%v late=%v", rep.Failed, rep.Errors, rep.Late)
+	if h.Virtual() {
+		h.Verify(Response, rep.ElapsedMs == 0, "without waiting on the clock", "elapsedMs=%d", rep.ElapsedMs)
+	}
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-STATUS-001", Level: Must, Profile: driver.ProfileCore, Area: "status",
+	Statement: "An implementation MUST report in status, for a connected stdio server, the state connected, the transport, the number of tools and the real pid of its process.",
+	Source:    Source{"seed 004", "getServerStatus() returns name, status, toolCount, transport, error, connectedSinceMs"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
+	h.Open("main")
+	j := h.AwaitJournal("fx", "tools-list", 1)
+	st := h.Status("fx")
+	h.Verify(Journal, st.PID == j.PIDs()[0], "the status pid is the process the fixture journaled", "status pid %d, journal pid %d", st.PID, j.PIDs()[0])
+	h.Verify(Journal, st.Tools == listedCount(j, 1), "the tool count is what the server listed", "status %d, listed %d", st.Tools, listedCount(j, 1))
+	h.Verify(Response, st.State == "connected" && st.Transport == "stdio" && st.ConnectedAtMs != nil, "state connected over stdio since a time", "%+v", st)
+	started := h.Find(Ev(event.ProcessStarted, "fx", "pid", fmt.Sprint(j.PIDs()[0])))
+	h.Verify(Events, len(started) == 1, "process.started carries the same pid", "%d matching events", len(started))
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-STATUS-002", Level: Must, Profile: driver.ProfileCore, Area: "status",
+	Statement: "An implementation MUST show a server that fails to start as failed in the start report and status, with an error that quotes the tail of the server's stderr.",
+	Source:    Source{"field failure 15", "Startup failures reach only a log file, never the user. Needs: per-server errors in the status surface with the child's stderr tail"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{
+		"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_FAIL_ON_START": "1", "MCP_FIXTURE_STDERR": "boot failed: missing token XYZ"}).With("restart", "never"),
+	}})
+	rep := h.Open("main")
+	exit := h.AwaitJournal("fx", "exit", 1).Of("exit")[0]
+	h.Verify(Journal, exit.Int("code") == 5, "the server exited 5 before the handshake", "exit %v", exit.Fields)
+	h.Verify(Response, contains(rep.Failed, "fx") && strings.Contains(rep.Errors["fx"], "missing token XYZ"),
+		"the start report's error quotes the stderr", "failed=%v error=%q", rep.Failed, rep.Errors["fx"])
+	st := h.Status("fx")
+	h.Verify(Response, (st.State == "failed" || st.State == "restarting") &&
+		(strings.Contains(st.Error, "missing token XYZ") || strings.Contains(st.Stderr, "missing token XYZ")),
+		"status shows it failed with the stderr tail", "state=%s error=%q stderr=%q", st.State, st.Error, st.Stderr)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-SESSION-001", Level: Must, Profile: driver.ProfileCore, Area: "session",
+	Statement: "An implementation MUST open a session even when one of its servers fails, reporting that server failed and the others ready with their tools.",
+	Source:    Source{"seed 000", "startup does not fail the whole agent session when individual MCP servers fail"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{
+		"good": h.Fixture("good", nil),
+		"bad":  h.Fixture("bad", Knobs{"MCP_FIXTURE_FAIL_ON_START": "1"}).With("restart", "never"),
+	}})
+	rep := h.Open("main")
+	h.AwaitJournal("bad", "exit", 1)
+	h.AwaitJournal("good", "tools-list", 1)
+	h.Verify(Journal, contains(rep.Failed, "bad") && rep.Errors["bad"] != "", "the failing server is reported failed", "failed=%v errors=%v", rep.Failed, rep.Errors)
+	h.Verify(Journal, contains(rep.Ready, "good") && len(h.ToolNames("main", "good")) == 9, "the healthy server is ready with its tools", "ready=%v", rep.Ready)
+	r := h.CallNow("main", "mcp_good_echo", map[string]any{"text": "ok"})
+	h.Verify(Response, !r.Result.IsError, "its tools work", "%+v", r.Result)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-TEARDOWN-001", Level: Must, Profile: driver.ProfileCore, Area: "teardown",
+	Statement: "An implementation MUST leave no process of a stdio server behind when it shuts down, including processes the server spawned in its process group.",
+	Source:    Source{"field failure 1", "Orphaned server processes after the client exits, including whole generations of children left by wrappers. Needs: process groups, kill escalation, nothing left after Close"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_SPAWN_CHILD": "1"})}})
+	h.Open("main")
+	j := h.AwaitJournal("fx", "tools-list", 1)
+	child := j.Last("child-started").Int("childPid")
+	parent := j.PIDs()[0]
+	h.Verify(Journal, child > 0 && h.Alive(child) && h.Alive(parent), "the server and the child it spawned run", "parent %d child %d", parent, child)
+	h.StopDriver()
+	h.Verify(Process, h.AwaitGone(parent), "the server process is gone after shutdown", "pid %d", parent)
+	h.Verify(Process, h.AwaitGone(child), "the child it spawned is gone too", "pid %d", child)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-TEARDOWN-002", Level: Must, Profile: driver.ProfileCore, Area: "teardown", Needs: []driver.Capability{driver.CapSharedPool},
+	Statement: "An implementation MUST stop a server that ignores stdin EOF and SIGTERM by escalating from closing stdin to SIGTERM to SIGKILL, each after a bounded wait.",
+	Source:    Source{"field failure 10", "Stdio Close blocks forever waiting for the child. Needs: bounded close with escalation"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{
+		"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_IGNORE_STDIN_EOF": "1", "MCP_FIXTURE_IGNORE_SIGTERM": "1"}).With("shared", false),
+	}})
+	h.Open("main")
+	pid := h.AwaitJournal("fx", "tools-list", 1).PIDs()[0]
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := h.awaitCtx()
+		defer cancel()
+		done <- h.c.CloseSession(ctx, "main")
+	}()
+	eof := h.AwaitJournal("fx", "stdin-eof", 1).Last("stdin-eof")
+	h.Verify(Journal, eof.Bool("ignored"), "stdin was closed first (and ignored)", "stdin-eof %v", eof.Fields)
+	if h.Virtual() {
+		h.AdvanceToNext()
+	}
+	sig := h.AwaitJournal("fx", "signal", 1).Last("signal")
+	h.Verify(Journal, sig.Str("signal") == "SIGTERM" && sig.Bool("ignored"), "then SIGTERM (ignored)", "signal %v", sig.Fields)
+	if h.Virtual() {
+		h.AdvanceToNext()
+	}
+	h.Verify(Process, h.AwaitGone(pid), "then the process is killed", "pid %d", pid)
+	select {
+	case err := <-done:
+		h.must(err, "session.close")
+	case <-time.After(h.s.cfg.AwaitTimeout):
+		h.fail("session.close did not return after the process was killed")
+	}
+})

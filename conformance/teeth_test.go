@@ -1,0 +1,262 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+)
+
+// harnessEnv names a prebuilt harness binary (built with -tags
+// mcplife_faults) for TestTeeth to use instead of building one.
+const harnessEnv = "MCPLIFE_CONFORMANCE_HARNESS"
+
+// faultsEnv is the variable a mcplife_faults build reads (runtime/host).
+const faultsEnv = "MCPLIFE_FAULTS"
+
+// teeth is the measured table of what each deliberately broken variant of
+// the reference runtime (MCPLIFE_FAULTS=fault in a -tags mcplife_faults
+// build) fails: names is the requirement that names the defect, also the
+// others that fail with it, each a consequence of the same defect. TestTeeth
+// asserts the exact set, so a change that stops catching a defect, or starts
+// failing unrelated requirements, is visible.
+var teeth = []struct {
+	fault  string
+	defect string
+	names  string
+	also   []string
+}{
+	{"no-probe", "every tool timeout restarts the server, without a health probe",
+		// The restart also kills the other calls of the timeout specs.
+		"SHARED-PROBE-001", []string{"SHARED-PROBE-002", "SHARED-PROBE-003", "SHARED-PROBE-004", "CORE-TIMEOUT-001", "CORE-TIMEOUT-002"}},
+	{"give-up-after-3", "the relentless policy gives up after three attempts",
+		"SHARED-RESTART-001", nil},
+	{"reset-on-success", "the backoff returns to its first step after any successful restart",
+		"SHARED-STABLE-001", []string{"BOUNDED-CRASHLOOP-001"}},
+	{"no-single-flight", "every acquire launches its own server",
+		// Sessions no longer share a server, so set_tools in one session
+		// does not change the other's.
+		"SHARED-POOL-002", []string{"SHARED-POOL-001", "SHARED-ACQUIRE-001", "REG-LISTCHANGED-001"}},
+	{"no-idle-watch", "an exit of the server process is not noticed",
+		// Nothing that recovers from a dead process can work.
+		"SHARED-IDLE-001", []string{"SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-RESTART-002", "BOUNDED-GRACE-001", "BOUNDED-CRASHLOOP-001", "REG-GRACE-001", "REG-GRACE-002"}},
+	{"untrusted-stdio", "project-level stdio servers run in untrusted workspaces",
+		"SEC-TRUST-001", nil},
+	{"truncate-after-wrap", "truncation cuts the wrapped text, losing the closing marker",
+		"SEC-TRUNC-001", nil},
+	{"no-grace", "tools are unregistered at once when a connection drops",
+		// Calls during the restart backoff then find no tool instead of
+		// getting mcp_restart_failed.
+		"REG-GRACE-001", []string{"REG-GRACE-002", "BOUNDED-GRACE-001", "SHARED-RESTART-002"}},
+	{"no-fail-fast", "calls in flight wait for their timeout after the server died",
+		"CORE-FAILFAST-001", nil},
+	{"gate-waits-for-all", "the startup gate ignores its timeout",
+		"GATE-TIMING-001", []string{"GATE-TIMING-002", "GATE-DEFERRED-001", "GATE-LATE-001", "GATE-CACHE-001"}},
+	{"abort-probes", "a caller's cancellation runs the health probe",
+		"SHARED-ABORT-001", nil},
+}
+
+// buildHarness builds cmd/harness with the mcplife_faults tag, once.
+func buildHarness(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv(harnessEnv); p != "" {
+		return p
+	}
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	bin := filepath.Join(t.TempDir(), "harness")
+	cmd := exec.Command("go", "build", "-tags", "mcplife_faults", "-o", bin, "./cmd/harness")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the fault-injecting harness: %v\n%s", err, b)
+	}
+	return bin
+}
+
+// teethRun is one run of `harness conformance` in its own process.
+type teethRun struct {
+	exit     int
+	failing  []string
+	verdicts map[string]types.SpecState
+	skipped  map[string]string
+	output   string
+}
+
+func runHarness(t *testing.T, bin string, env []string, args ...string) teethRun {
+	t.Helper()
+	dir := t.TempDir()
+	report := filepath.Join(dir, "report.json")
+	args = append([]string{"conformance", "-no-color", "-json", report}, args...)
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	run := teethRun{output: out.String(), verdicts: map[string]types.SpecState{}, skipped: map[string]string{}}
+	if ee, ok := err.(*exec.ExitError); ok {
+		run.exit = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("harness conformance: %v\n%s", err, out.String())
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("no JSON report: %v\n%s", err, out.String())
+	}
+	var reports []types.Report
+	if err := json.Unmarshal(b, &reports); err != nil || len(reports) != 1 {
+		t.Fatalf("bad JSON report: %v", err)
+	}
+	for _, sr := range reports[0].SpecReports {
+		r, ok := reqOf(sr)
+		if !ok {
+			continue
+		}
+		run.verdicts[r.ID] = sr.State
+		if sr.State.Is(types.SpecStateFailureStates) {
+			run.failing = append(run.failing, r.ID)
+		}
+		if sr.State == types.SpecStateSkipped {
+			run.skipped[r.ID] = sr.Failure.Message
+		}
+	}
+	sort.Strings(run.failing)
+	return run
+}
+
+// failures extracts the failing requirements and their messages from a
+// run's human summary.
+func failures(s string) string {
+	var out []string
+	in := false
+	for _, l := range strings.Split(s, "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "FAIL ") || strings.HasPrefix(t, "STALE ") || strings.HasPrefix(t, "suite failure"):
+			in = true
+			out = append(out, t)
+		case in && strings.HasPrefix(l, "        "):
+			out = append(out, "    "+t)
+		default:
+			in = false
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestTeeth proves the suite catches broken runtimes: it builds the harness
+// with the deliberate defects of runtime/host (-tags mcplife_faults) and
+// runs the whole suite through `harness driver` against the unbroken
+// runtime (every requirement must pass), against each broken variant (the
+// exact set of the teeth table must fail), and against a driver that claims
+// less (what it does not claim is not applicable; the rest runs in real
+// time).
+func TestTeeth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the harness and runs the suite once per variant")
+	}
+	bin := buildHarness(t)
+	impl := "-impl=" + bin + " driver"
+	await := "-await-timeout=3s"
+
+	t.Run("reference", func(t *testing.T) {
+		t.Parallel()
+		run := runHarness(t, bin, nil, impl, await)
+		if run.exit != 0 || len(run.failing) > 0 || len(run.verdicts) != len(Requirements()) {
+			t.Fatalf("the reference runtime through harness driver: exit %d, failing %v, %d of %d run\n%s\n%s",
+				run.exit, run.failing, len(run.verdicts), len(Requirements()), failures(run.output), tail(run.output, 5))
+		}
+		for id, st := range run.verdicts {
+			if st != types.SpecStatePassed {
+				t.Errorf("%s: %s", id, st)
+			}
+		}
+	})
+
+	t.Run("claims-less", func(t *testing.T) {
+		t.Parallel()
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims := []driver.Profile{driver.ProfileCore, driver.ProfileRegistration, driver.ProfileSecurity}
+		names := make([]string, len(claims))
+		for i, p := range claims {
+			names[i] = string(p)
+		}
+		env := []string{roleEnv + "=driver", claimsEnv + "=" + strings.Join(names, ",")}
+		run := runHarness(t, bin, env, "-impl="+exe, await)
+		if run.exit != 0 || len(run.failing) > 0 {
+			t.Fatalf("exit %d, failing %v\n%s\n%s", run.exit, run.failing, failures(run.output), tail(run.output, 5))
+		}
+		if !strings.Contains(run.output, "clock: real") {
+			t.Errorf("the summary does not say the run used real time:\n%s", tail(run.output, 80))
+		}
+		for _, r := range Requirements() {
+			st := run.verdicts[r.ID]
+			applies := slices.Contains(claims, r.Profile) && !slices.Contains(r.Needs, driver.CapSharedPool)
+			switch {
+			case applies && st != types.SpecStatePassed:
+				t.Errorf("%s: %s, want passed (real time)", r.ID, st)
+			case !applies && (st != types.SpecStateSkipped || !strings.HasPrefix(run.skipped[r.ID], "not applicable")):
+				t.Errorf("%s: %s %q, want skipped as not applicable", r.ID, st, run.skipped[r.ID])
+			}
+		}
+	})
+
+	for _, v := range teeth {
+		t.Run(v.fault, func(t *testing.T) {
+			t.Parallel()
+			want := append([]string{v.names}, v.also...)
+			sort.Strings(want)
+			// The expected failures are the variant's baseline: the run must
+			// pass with it, which also proves baselines work both ways.
+			baseline := filepath.Join(t.TempDir(), "baseline.txt")
+			var b strings.Builder
+			for _, id := range want {
+				fmt.Fprintf(&b, "%s  teeth: defect %s\n", id, v.fault)
+			}
+			if err := os.WriteFile(baseline, []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			run := runHarness(t, bin, []string{faultsEnv + "=" + v.fault}, impl, await, "-baseline="+baseline)
+			if !slices.Contains(run.failing, v.names) {
+				t.Errorf("variant %s does not fail %s, the requirement that names its defect", v.fault, v.names)
+			}
+			if !slices.Equal(run.failing, want) {
+				t.Errorf("variant %s fails %v, the teeth table says %v", v.fault, run.failing, want)
+			}
+			if run.exit != 0 {
+				t.Errorf("variant %s with its expected failures as baseline: exit %d, want 0", v.fault, run.exit)
+			}
+			if t.Failed() {
+				t.Logf("failures:\n%s", failures(run.output))
+			}
+		})
+	}
+}

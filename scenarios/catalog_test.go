@@ -1,0 +1,162 @@
+package scenarios_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mcplife/mcplife/runtime/docsection"
+	"github.com/mcplife/mcplife/scenarios"
+)
+
+const testingDoc = "../docs/TESTING.md"
+
+// TestDocs fails when the generated scenario sections of docs/TESTING.md
+// are stale; MCPLIFE_UPDATE_DOCS=1 rewrites them.
+func TestDocs(t *testing.T) {
+	if err := docsection.Check(testingDoc, "scenario-commands", scenarios.RenderCommands()); err != nil {
+		t.Error(err)
+	}
+	cat, err := scenarios.RenderCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := docsection.Check(testingDoc, "scenario-catalog", cat); err != nil {
+		t.Error(err)
+	}
+}
+
+// script returns the command lines of a scenario file (the archive
+// comment), without comments.
+func script(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := scenarios.Catalog.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "-- ") && strings.HasSuffix(l, " --") {
+			break
+		}
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// command returns the command word of a script line and its conditions.
+func command(line string) (cmd string, conds []string) {
+	f := strings.Fields(line)
+	for len(f) > 0 && strings.HasPrefix(f[0], "[") {
+		conds = append(conds, strings.Trim(f[0], "[]"))
+		f = f[1:]
+	}
+	if len(f) > 0 && f[0] == "!" {
+		f = f[1:]
+	}
+	if len(f) == 0 {
+		return "", conds
+	}
+	return f[0], conds
+}
+
+// TestCatalog checks the catalog's rules: headers, numbering, the seed's
+// numbers, one scenario per field failure, capability guards and checks.
+func TestCatalog(t *testing.T) {
+	list, err := scenarios.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) < 40 {
+		t.Errorf("%d scenarios, want at least 40", len(list))
+	}
+	numbers := map[string]string{}
+	for _, sc := range list {
+		if prev, dup := numbers[sc.Number]; dup {
+			t.Errorf("number %s used by %s and %s", sc.Number, prev, sc.Name)
+		}
+		numbers[sc.Number] = sc.Name
+		if !strings.HasSuffix(sc.Description, ".") {
+			t.Errorf("%s: the first header line should be one sentence ending with a period: %q", sc.Name, sc.Description)
+		}
+	}
+	// The seed's numbers are kept.
+	for _, n := range []string{"066a", "066b", "067", "071", "072a", "072b", "072c", "073", "074"} {
+		name, ok := numbers[n]
+		if !ok {
+			t.Errorf("no scenario numbered %s (seed 001)", n)
+			continue
+		}
+		var sc scenarios.Scenario
+		for _, s := range list {
+			if s.Name == name {
+				sc = s
+			}
+		}
+		if want := "scenario " + strings.TrimLeft(n[:3], "0"); !strings.Contains(sc.Guards, want) {
+			t.Errorf("%s guards %q, want it to name seed 001 %s", name, sc.Guards, want)
+		}
+	}
+	// Every field failure has its own 1NN scenario.
+	for ff := 1; ff <= 15; ff++ {
+		prefix := fmt.Sprintf("1%02d", ff)
+		found := false
+		for _, sc := range list {
+			if strings.HasPrefix(sc.Number, prefix) {
+				found = true
+				if !strings.Contains(sc.Guards, fmt.Sprintf("field failure %d ", ff)) &&
+					!strings.Contains(sc.Guards, fmt.Sprintf("field failure %d", ff)+")") &&
+					!strings.Contains(sc.Guards, fmt.Sprintf("field failure %d", ff)+";") &&
+					!strings.Contains(sc.Guards, fmt.Sprintf("field failure %d", ff)+".") {
+					t.Errorf("%s does not name field failure %d in its Guards line: %q", sc.Name, ff, sc.Guards)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no scenario numbered %s for field failure %d", prefix, ff)
+		}
+	}
+
+	registry := map[string]scenarios.Command{}
+	for _, c := range scenarios.Commands() {
+		registry[c.Name] = c
+	}
+	for _, sc := range list {
+		guarded := map[string]bool{}
+		checks := 0
+		for _, line := range script(t, sc.File) {
+			cmd, conds := command(line)
+			if cmd == "skip" {
+				for _, c := range conds {
+					if capName, ok := strings.CutPrefix(c, "!cap:"); ok {
+						guarded[capName] = true
+					}
+				}
+				continue
+			}
+			c, ok := registry[cmd]
+			if !ok {
+				continue
+			}
+			if c.Check && (cmd != "open" || strings.Contains(line, "=")) {
+				checks++
+			}
+			needs := c.Needs
+			if cmd == "start" && !strings.Contains(line, "-clock real") {
+				needs = append(needs, "virtual-clock")
+			}
+			for _, n := range needs {
+				if !guarded[string(n)] {
+					t.Errorf("%s uses %s, which needs capability %s, without a preceding [!cap:%s] skip line", sc.Name, cmd, n, n)
+				}
+			}
+		}
+		if checks == 0 {
+			t.Errorf("%s has no check", sc.Name)
+		}
+	}
+}

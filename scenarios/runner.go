@@ -1,0 +1,386 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+)
+
+// ErrNoMatch is returned by RunCatalog when no scenario matches.
+var ErrNoMatch = errors.New("no scenario matches")
+
+// RunOptions configures RunCatalog.
+type RunOptions struct {
+	Options
+	// Dir, when not "", holds the scripts to run instead of the embedded
+	// catalog (tests of the harness use it).
+	Dir string
+	// Run, when not nil, selects the scenarios whose name it matches.
+	Run *regexp.Regexp
+	// Parallel is how many scenarios run at once; zero means twice
+	// GOMAXPROCS (scenarios mostly wait on processes).
+	Parallel int
+	// Verbose keeps the whole log of every scenario, not only of failures.
+	Verbose bool
+	// FixtureExecutable, when not "", is a program that runs the fixture
+	// MCP server when invoked under the name mcp-fixture: RunCatalog puts a
+	// symlink mcp-fixture to it first on PATH for the run (the harness
+	// binary passes itself).
+	FixtureExecutable string
+	// Progress, when set, is called as each scenario ends.
+	Progress func(Result)
+}
+
+// Result is the outcome of one scenario of a run.
+type Result struct {
+	Scenario
+	// Status is "pass", "fail" or "skip".
+	Status string
+	// Duration is the scenario's wall time.
+	Duration time.Duration
+	// Virtual is the virtual time the scenario covered.
+	Virtual time.Duration
+	// Checks counts the checks that passed.
+	Checks int
+	// Reason is the skip reason or the first failure message.
+	Reason string
+	// Log is the scenario's log: the commands run, their output and, on
+	// failure, the trace and journal tails.
+	Log string
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Hello   *driver.HelloResult
+	Results []Result
+	Passed  int
+	Failed  int
+	Skipped int
+	// Wall is the run's wall time; Virtual sums the virtual time every
+	// scenario covered.
+	Wall    time.Duration
+	Virtual time.Duration
+}
+
+// RunCatalog runs the scenarios against the implementation of ro.Options:
+// it probes the driver (hello), extracts the selected scripts into a
+// temporary directory and runs them in parallel. It returns an error only
+// when the run cannot start: no scenario matches (ErrNoMatch), or the
+// driver cannot be started, does not answer hello or speaks another
+// protocol version. Scenario failures are in the Report.
+func RunCatalog(ctx context.Context, ro RunOptions) (*Report, error) {
+	start := time.Now()
+	var catalog fs.FS = Catalog
+	if ro.Dir != "" {
+		catalog = os.DirFS(ro.Dir)
+	}
+	list, err := ListFS(catalog)
+	if err != nil {
+		return nil, err
+	}
+	var selected []Scenario
+	for _, sc := range list {
+		if ro.Run == nil || ro.Run.MatchString(sc.Name) {
+			selected = append(selected, sc)
+		}
+	}
+	if len(selected) == 0 {
+		return nil, ErrNoMatch
+	}
+	tmp, err := os.MkdirTemp("", "mcplife-scenarios-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if ro.FixtureExecutable != "" {
+		restore, err := fixtureOnPath(tmp, ro.FixtureExecutable)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
+	}
+	hello, err := Probe(ctx, ro.Options)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(tmp, "scripts")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	byName := map[string]Scenario{}
+	var files []string
+	for _, sc := range selected {
+		data, err := fs.ReadFile(catalog, sc.File)
+		if err != nil {
+			return nil, err
+		}
+		p := filepath.Join(dir, sc.File)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return nil, err
+		}
+		files = append(files, p)
+		byName[sc.Name] = sc
+	}
+
+	r := &runner{
+		verbose:  ro.Verbose,
+		progress: ro.Progress,
+		scenario: byName,
+		covered:  map[string]ScriptResult{},
+	}
+	parallel := ro.Parallel
+	if parallel <= 0 {
+		parallel = 2 * runtime.GOMAXPROCS(0)
+	}
+	r.sem = make(chan struct{}, parallel)
+	opts := ro.Options
+	prev := opts.OnScript
+	opts.OnScript = func(sr ScriptResult) {
+		r.mu.Lock()
+		r.covered[sr.Name] = sr
+		r.mu.Unlock()
+		if prev != nil {
+			prev(sr)
+		}
+	}
+	opts.Update = false // the scripts are temporary copies
+	p := Params(dir, opts, hello)
+	p.Dir = ""
+	p.Files = files
+	p.WorkdirRoot = filepath.Join(tmp, "work")
+	if err := os.Mkdir(p.WorkdirRoot, 0o755); err != nil {
+		return nil, err
+	}
+	top := &runT{r: r, top: true}
+	if err := top.runTop(func() { testscript.RunT(top, p) }); err != nil {
+		return nil, err
+	}
+	r.wg.Wait()
+
+	rep := &Report{Hello: hello, Results: r.results, Wall: time.Since(start)}
+	sort.Slice(rep.Results, func(i, j int) bool { return rep.Results[i].Name < rep.Results[j].Name })
+	for _, res := range rep.Results {
+		switch res.Status {
+		case "pass":
+			rep.Passed++
+		case "fail":
+			rep.Failed++
+		default:
+			rep.Skipped++
+		}
+		rep.Virtual += res.Virtual
+	}
+	return rep, nil
+}
+
+// fixtureOnPath makes a bin directory under tmp with mcp-fixture linked to
+// exe and puts it first on PATH until restore is called.
+func fixtureOnPath(tmp, exe string) (restore func(), err error) {
+	bin := filepath.Join(tmp, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Symlink(exe, filepath.Join(bin, "mcp-fixture")); err != nil {
+		return nil, err
+	}
+	old, had := os.LookupEnv("PATH")
+	if err := os.Setenv("PATH", bin+string(os.PathListSeparator)+old); err != nil {
+		return nil, err
+	}
+	return func() {
+		if had {
+			os.Setenv("PATH", old)
+		} else {
+			os.Unsetenv("PATH")
+		}
+	}, nil
+}
+
+// runner collects the results of one RunCatalog.
+type runner struct {
+	verbose  bool
+	progress func(Result)
+	scenario map[string]Scenario
+	sem      chan struct{}
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	results []Result
+	covered map[string]ScriptResult
+}
+
+// runT implements testscript.T for RunCatalog: each script runs in its own
+// goroutine, at most Parallel at once; Fatal, FailNow and Skip end that
+// goroutine (runtime.Goexit) as they end a test.
+type runT struct {
+	r    *runner
+	top  bool
+	name string
+
+	mu      sync.Mutex
+	log     strings.Builder
+	failed  bool
+	skipped bool
+	reason  string
+	start   time.Time
+	holding bool
+}
+
+// topFatal carries a Fatal of the top-level T out of testscript.RunT.
+type topFatal struct{ msg string }
+
+func (t *runT) runTop(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			tf, ok := r.(topFatal)
+			if !ok {
+				panic(r)
+			}
+			err = errors.New(tf.msg)
+		}
+	}()
+	f()
+	return nil
+}
+
+func (t *runT) Skip(args ...any) {
+	t.mu.Lock()
+	t.skipped = true
+	t.reason = strings.TrimSpace(fmt.Sprint(args...))
+	t.mu.Unlock()
+	t.Log(args...)
+	runtime.Goexit()
+}
+
+func (t *runT) Fatal(args ...any) {
+	if t.top {
+		panic(topFatal{fmt.Sprint(args...)})
+	}
+	t.Log(args...)
+	t.FailNow()
+}
+
+func (t *runT) FailNow() {
+	if t.top {
+		panic(topFatal{"failed"})
+	}
+	t.mu.Lock()
+	t.failed = true
+	t.mu.Unlock()
+	runtime.Goexit()
+}
+
+func (t *runT) Log(args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := fmt.Sprint(args...)
+	t.log.WriteString(s)
+	if !strings.HasSuffix(s, "\n") {
+		t.log.WriteByte('\n')
+	}
+}
+
+func (t *runT) Failed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
+}
+
+func (t *runT) Skipped() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.skipped
+}
+
+func (t *runT) Verbose() bool { return t.r.verbose }
+
+// Parallel waits for a free slot: the script runs once it returns.
+func (t *runT) Parallel() {
+	if t.top {
+		return
+	}
+	t.r.sem <- struct{}{}
+	t.mu.Lock()
+	t.holding = true
+	t.start = time.Now()
+	t.mu.Unlock()
+}
+
+func (t *runT) Run(name string, f func(testscript.T)) {
+	child := &runT{r: t.r, name: name, start: time.Now()}
+	t.r.wg.Add(1)
+	go func() {
+		defer t.r.wg.Done()
+		defer child.done()
+		defer func() {
+			if r := recover(); r != nil {
+				child.mu.Lock()
+				child.failed = true
+				fmt.Fprintf(&child.log, "panic: %v\n", r)
+				child.mu.Unlock()
+			}
+		}()
+		f(child)
+	}()
+}
+
+// done records the result of a finished script.
+func (t *runT) done() {
+	t.mu.Lock()
+	holding := t.holding
+	res := Result{
+		Scenario: t.r.scenario[t.name],
+		Duration: time.Since(t.start),
+		Log:      t.log.String(),
+	}
+	switch {
+	case t.failed:
+		res.Status = "fail"
+		res.Reason = failureReason(res.Log)
+	case t.skipped:
+		res.Status = "skip"
+		res.Reason = t.reason
+	default:
+		res.Status = "pass"
+	}
+	t.mu.Unlock()
+	if res.Name == "" {
+		res.Name = t.name
+	}
+	t.r.mu.Lock()
+	if c, ok := t.r.covered[t.name]; ok {
+		res.Virtual, res.Checks = c.Virtual, c.Checks
+	}
+	t.r.results = append(t.r.results, res)
+	t.r.mu.Unlock()
+	if holding {
+		<-t.r.sem
+	}
+	if t.r.progress != nil {
+		t.r.progress(res)
+	}
+}
+
+// failureReason picks the first failure message of a log.
+func failureReason(log string) string {
+	for _, line := range strings.Split(log, "\n") {
+		line = strings.TrimSpace(line)
+		if _, msg, ok := strings.Cut(line, "FAIL: "); ok {
+			return msg
+		}
+	}
+	return "failed"
+}
