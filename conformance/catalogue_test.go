@@ -206,3 +206,26 @@ func TestVerdicts(t *testing.T) {
 		t.Errorf("a run with only expected failures fails: %+v", res)
 	}
 }
+
+// TestEvidenceProblems checks the evidence rule: a spec must prove every
+// claim it declared and at least one claim from the journal, the OS or the
+// events.
+func TestEvidenceProblems(t *testing.T) {
+	h := &H{}
+	if len(h.evidenceProblems()) != 1 {
+		t.Errorf("a spec that observed nothing passes: %v", h.evidenceProblems())
+	}
+	h.observed = append(h.observed, observation{src: Response, claim: "answered"})
+	if len(h.evidenceProblems()) != 1 {
+		t.Errorf("responses alone are enough evidence: %v", h.evidenceProblems())
+	}
+	h.Claim(Journal, "one launch")
+	if p := h.evidenceProblems(); len(p) != 2 || !strings.Contains(p[0], "one launch") {
+		t.Errorf("an unproven claim passes: %v", p)
+	}
+	h.claims[0].proof = &observation{src: Journal, claim: "one launch"}
+	h.observed = append(h.observed, *h.claims[0].proof)
+	if p := h.evidenceProblems(); len(p) != 0 {
+		t.Errorf("a proven spec fails: %v", p)
+	}
+}

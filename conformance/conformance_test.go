@@ -32,6 +32,7 @@ var (
 	flagJUnit        = flag.String("junit", "", "write a JUnit XML report to this file")
 	flagJSON         = flag.String("json", "", "write a JSON report to this file")
 	flagAwaitTimeout = flag.Duration("await-timeout", DefaultAwaitTimeout, "real-time bound of each wait")
+	flagShutdown     = flag.Duration("shutdown-timeout", DefaultShutdownTimeout, "real-time bound of a driver's shutdown at the end of each spec")
 )
 
 func TestMain(m *testing.M) {
@@ -109,14 +110,15 @@ func splitList(s string) []string {
 // by default, or against -impl.
 func TestConformance(t *testing.T) {
 	cfg := Config{
-		Fixture:      selfFixture(t),
-		Clock:        *flagClock,
-		TimeScale:    *flagTimeScale,
-		AwaitTimeout: *flagAwaitTimeout,
-		JUnitReport:  *flagJUnit,
-		JSONReport:   *flagJSON,
-		IDs:          splitList(*flagReqs),
-		TempDir:      t.TempDir(),
+		Fixture:         selfFixture(t),
+		Clock:           *flagClock,
+		TimeScale:       *flagTimeScale,
+		AwaitTimeout:    *flagAwaitTimeout,
+		ShutdownTimeout: *flagShutdown,
+		JUnitReport:     *flagJUnit,
+		JSONReport:      *flagJSON,
+		IDs:             splitList(*flagReqs),
+		TempDir:         t.TempDir(),
 	}
 	for _, p := range splitList(*flagProfiles) {
 		cfg.Profiles = append(cfg.Profiles, driver.Profile(p))

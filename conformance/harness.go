@@ -38,7 +38,6 @@ type H struct {
 	c          *driver.Client
 	lastClient *driver.Client // the previous driver, for diagnostics
 	stderr     *syncBuffer
-	drivers    int // drivers started so far
 
 	journals map[string]string // journal key -> file
 	procs    []*exec.Cmd       // processes the harness itself started
@@ -161,7 +160,12 @@ func (h *H) HTTPFixture(key string, knobs Knobs) string {
 	ginkgo.GinkgoHelper()
 	portFile := filepath.Join(h.dir, "journal", key+".port")
 	cmd := exec.Command(h.s.cfg.Fixture.Command, h.s.cfg.Fixture.Args...)
-	env := os.Environ()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MCP_FIXTURE_") {
+			env = append(env, kv)
+		}
+	}
 	for k, v := range h.s.cfg.Fixture.Env {
 		env = append(env, k+"="+v)
 	}
@@ -201,8 +205,6 @@ type Setup struct {
 	SkipProjectConfig bool
 	// ConfigFiles are explicit config files.
 	ConfigFiles []driver.ConfigFile
-	// NoWorkspace leaves out the workspace (no project-level sources).
-	NoWorkspace bool
 }
 
 // Start starts a new driver (closing the previous one, if any), says hello
@@ -220,20 +222,17 @@ func (h *H) Start(s Setup) {
 	c, err := h.s.cfg.Target.start(context.WithoutCancel(h.ctx), h.stderr)
 	h.must(err, "starting the driver")
 	h.c = c
-	h.drivers++
 	_, err = c.Hello(ctx)
 	h.must(err, "hello")
 	p := driver.StartParams{
 		Clock:             h.s.mode,
 		Home:              h.Home(),
+		Workspace:         h.Workspace(),
 		Trusted:           s.Trusted,
 		SkipProjectConfig: s.SkipProjectConfig,
 		ConfigFiles:       s.ConfigFiles,
 		Env:               s.Env,
 		Options:           s.Options,
-	}
-	if !s.NoWorkspace {
-		p.Workspace = h.Workspace()
 	}
 	if p.Env == nil {
 		p.Env = map[string]string{}
@@ -310,15 +309,7 @@ func (h *H) teardown() {
 	}
 	errs = append(errs, h.checkProcessesGone()...)
 	if !failedBefore && len(errs) == 0 {
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					// checkEvidence fails through ginkgo.Fail, which panics.
-					errs = append(errs, ginkgo.CurrentSpecReport().Failure.Message)
-				}
-			}()
-			h.checkEvidence()
-		}()
+		errs = append(errs, h.evidenceProblems()...)
 	}
 	lines := make([]string, len(h.observed))
 	for i, o := range h.observed {
@@ -695,12 +686,6 @@ func (h *H) VerifyElapsed(src Evidence, claim string, got, want time.Duration) {
 	h.Verify(src, got >= lo && got <= hi, claim, "%v (real time: want %v within [%v, %v])", got, want, lo, hi)
 }
 
-// Within returns the real-time budget for something due after want: the
-// late edge of the tolerance band.
-func (h *H) Within(want time.Duration) time.Duration {
-	return want + lateTolerance + time.Duration(float64(want)*lateFactor)
-}
-
 // ---- sessions, tools, calls ----
 
 // Open opens a session and waits for its start report.
@@ -785,18 +770,6 @@ func (h *H) ToolNames(session, server string) []string {
 		}
 	}
 	return out
-}
-
-// Exposed returns the exposed name of the raw tool raw of server.
-func (h *H) Exposed(session, server, raw string) string {
-	ginkgo.GinkgoHelper()
-	for _, t := range h.Tools(session) {
-		if t.Server == server && t.Tool == raw {
-			return t.Name
-		}
-	}
-	h.fail("session %s exposes no tool %q of server %s", session, raw, server)
-	return ""
 }
 
 // Call starts a tool call and returns its call id.

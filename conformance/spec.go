@@ -98,16 +98,17 @@ func (h *H) Verify(src Evidence, ok bool, claim string, format string, args ...a
 	h.Claim(src, claim).Verify(ok, format, args...)
 }
 
-// checkEvidence fails a spec that proved nothing, or left claims unproven.
-func (h *H) checkEvidence() {
-	var unproven []string
+// evidenceProblems reports a spec that left claims unproven or proved
+// nothing from the journal, the OS or the events.
+func (h *H) evidenceProblems() []string {
+	var problems, unproven []string
 	for _, c := range h.claims {
 		if c.proof == nil {
 			unproven = append(unproven, c.text)
 		}
 	}
 	if len(unproven) > 0 {
-		h.fail("unproven claims: %s", strings.Join(unproven, "; "))
+		problems = append(problems, "unproven claims: "+strings.Join(unproven, "; "))
 	}
 	strong := 0
 	for _, o := range h.observed {
@@ -116,8 +117,9 @@ func (h *H) checkEvidence() {
 		}
 	}
 	if strong == 0 {
-		h.fail("the spec observed no evidence in the fixture journal, the processes or the events")
+		problems = append(problems, "the spec observed no evidence in the fixture journal, the processes, the files or the events")
 	}
+	return problems
 }
 
 // pick names an observed state for evidence: which when cond, else other.

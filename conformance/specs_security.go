@@ -16,16 +16,17 @@ import (
 // an implementation looks for files.
 
 // projectAndUser writes a project-level and a user-level config file and
-// returns them as configFiles.
+// returns them as configFiles. They lie outside the workspace and home, so
+// only their declared level makes them project or user configuration.
 func (h *H) projectAndUser(project, user map[string]Server) []driver.ConfigFile {
 	var files []driver.ConfigFile
 	if project != nil {
-		p := h.Path("workspace/.mcp.json")
+		p := h.Path("project-servers.json")
 		h.WriteConfig(p, project)
 		files = append(files, driver.ConfigFile{Path: p, Level: "project"})
 	}
 	if user != nil {
-		p := h.Path("home/servers.json")
+		p := h.Path("user-servers.json")
 		h.WriteConfig(p, user)
 		files = append(files, driver.ConfigFile{Path: p, Level: "user"})
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,38 +91,45 @@ func buildHarness(t *testing.T) string {
 
 // teethRun is one run of `harness conformance` in its own process.
 type teethRun struct {
+	err      error // the run could not be made or read
 	exit     int
 	failing  []string
 	verdicts map[string]types.SpecState
 	skipped  map[string]string
 	output   string
+	took     time.Duration
 }
 
-func runHarness(t *testing.T, bin string, env []string, args ...string) teethRun {
-	t.Helper()
-	dir := t.TempDir()
+// runHarness runs `bin conformance args...` with env added to ours and
+// reads its JSON report.
+func runHarness(ctx context.Context, dir, bin string, env []string, args ...string) (run teethRun) {
+	start := time.Now()
+	defer func() { run.took = time.Since(start) }()
 	report := filepath.Join(dir, "report.json")
 	args = append([]string{"conformance", "-no-color", "-json", report}, args...)
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
-	run := teethRun{output: out.String(), verdicts: map[string]types.SpecState{}, skipped: map[string]string{}}
+	run = teethRun{output: out.String(), verdicts: map[string]types.SpecState{}, skipped: map[string]string{}}
 	if ee, ok := err.(*exec.ExitError); ok {
 		run.exit = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("harness conformance: %v\n%s", err, out.String())
+		run.err = fmt.Errorf("harness conformance: %w", err)
+		return run
 	}
 	b, err := os.ReadFile(report)
 	if err != nil {
-		t.Fatalf("no JSON report: %v\n%s", err, out.String())
+		run.err = fmt.Errorf("no JSON report: %w", err)
+		return run
 	}
 	var reports []types.Report
 	if err := json.Unmarshal(b, &reports); err != nil || len(reports) != 1 {
-		t.Fatalf("bad JSON report: %v", err)
+		run.err = fmt.Errorf("bad JSON report: %v", err)
+		return run
 	}
 	for _, sr := range reports[0].SpecReports {
 		r, ok := reqOf(sr)
@@ -169,93 +177,135 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// teethParallelEnv overrides how many suite runs TestTeeth makes at once.
+const teethParallelEnv = "MCPLIFE_TEETH_PARALLEL"
+
 // TestTeeth proves the suite catches broken runtimes: it builds the harness
 // with the deliberate defects of runtime/host (-tags mcplife_faults) and
 // runs the whole suite through `harness driver` against the unbroken
 // runtime (every requirement must pass), against each broken variant (the
 // exact set of the teeth table must fail), and against a driver that claims
 // less (what it does not claim is not applicable; the rest runs in real
-// time).
+// time). The runs mostly wait, so several run at once.
 func TestTeeth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the harness and runs the suite once per variant")
 	}
 	bin := buildHarness(t)
 	impl := "-impl=" + bin + " driver"
-	await := "-await-timeout=3s"
+	// Broken variants make specs wait for what never comes, or drivers that
+	// cannot shut down: bound both tighter than for a real run.
+	limits := []string{"-await-timeout=3s", "-shutdown-timeout=10s"}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := []driver.Profile{driver.ProfileCore, driver.ProfileRegistration, driver.ProfileSecurity}
+	claimNames := make([]string, len(claims))
+	for i, p := range claims {
+		claimNames[i] = string(p)
+	}
 
-	t.Run("reference", func(t *testing.T) {
-		t.Parallel()
-		run := runHarness(t, bin, nil, impl, await)
-		if run.exit != 0 || len(run.failing) > 0 || len(run.verdicts) != len(Requirements()) {
-			t.Fatalf("the reference runtime through harness driver: exit %d, failing %v, %d of %d run\n%s\n%s",
-				run.exit, run.failing, len(run.verdicts), len(Requirements()), failures(run.output), tail(run.output, 5))
+	type job struct {
+		name string
+		env  []string
+		args []string
+		want []string // expected failing ids, sorted (variants)
+	}
+	jobs := []*job{
+		{name: "reference", args: append([]string{impl}, limits...)},
+		{name: "claims-less", env: []string{roleEnv + "=driver", claimsEnv + "=" + strings.Join(claimNames, ",")}, args: append([]string{"-impl=" + exe}, limits...)},
+	}
+	for _, v := range teeth {
+		want := append([]string{v.names}, v.also...)
+		sort.Strings(want)
+		// The expected failures are the variant's baseline: the run must
+		// pass with it, which also proves baselines work end to end.
+		baseline := filepath.Join(t.TempDir(), v.fault+".baseline")
+		var b strings.Builder
+		fmt.Fprintf(&b, "# expected failures of the %s variant\n", v.fault)
+		for _, id := range want {
+			fmt.Fprintf(&b, "%s  teeth: %s\n", id, v.defect)
 		}
-		for id, st := range run.verdicts {
-			if st != types.SpecStatePassed {
-				t.Errorf("%s: %s", id, st)
-			}
-		}
-	})
-
-	t.Run("claims-less", func(t *testing.T) {
-		t.Parallel()
-		exe, err := os.Executable()
-		if err != nil {
+		if err := os.WriteFile(baseline, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		claims := []driver.Profile{driver.ProfileCore, driver.ProfileRegistration, driver.ProfileSecurity}
-		names := make([]string, len(claims))
-		for i, p := range claims {
-			names[i] = string(p)
-		}
-		env := []string{roleEnv + "=driver", claimsEnv + "=" + strings.Join(names, ",")}
-		run := runHarness(t, bin, env, "-impl="+exe, await)
-		if run.exit != 0 || len(run.failing) > 0 {
-			t.Fatalf("exit %d, failing %v\n%s\n%s", run.exit, run.failing, failures(run.output), tail(run.output, 5))
-		}
-		if !strings.Contains(run.output, "clock: real") {
-			t.Errorf("the summary does not say the run used real time:\n%s", tail(run.output, 80))
-		}
-		for _, r := range Requirements() {
-			st := run.verdicts[r.ID]
-			applies := slices.Contains(claims, r.Profile) && !slices.Contains(r.Needs, driver.CapSharedPool)
-			switch {
-			case applies && st != types.SpecStatePassed:
-				t.Errorf("%s: %s, want passed (real time)", r.ID, st)
-			case !applies && (st != types.SpecStateSkipped || !strings.HasPrefix(run.skipped[r.ID], "not applicable")):
-				t.Errorf("%s: %s %q, want skipped as not applicable", r.ID, st, run.skipped[r.ID])
-			}
-		}
-	})
+		jobs = append(jobs, &job{name: v.fault, env: []string{faultsEnv + "=" + v.fault}, args: append([]string{impl, "-baseline=" + baseline}, limits...), want: want})
+	}
 
-	for _, v := range teeth {
-		t.Run(v.fault, func(t *testing.T) {
-			t.Parallel()
-			want := append([]string{v.names}, v.also...)
-			sort.Strings(want)
-			// The expected failures are the variant's baseline: the run must
-			// pass with it, which also proves baselines work both ways.
-			baseline := filepath.Join(t.TempDir(), "baseline.txt")
-			var b strings.Builder
-			for _, id := range want {
-				fmt.Fprintf(&b, "%s  teeth: defect %s\n", id, v.fault)
+	parallel := 4
+	if v := os.Getenv(teethParallelEnv); v != "" {
+		if _, err := fmt.Sscan(v, &parallel); err != nil || parallel < 1 {
+			t.Fatalf("%s=%q", teethParallelEnv, v)
+		}
+	}
+	runs := make([]teethRun, len(jobs))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		dir := t.TempDir()
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			runs[i] = runHarness(t.Context(), dir, bin, j.env, j.args...)
+		})
+	}
+	wg.Wait()
+
+	for i, j := range jobs {
+		run := runs[i]
+		t.Run(j.name, func(t *testing.T) {
+			t.Logf("%s: %v, failing %v", j.name, run.took.Round(100*time.Millisecond), run.failing)
+			if run.err != nil {
+				t.Fatalf("%v\n%s", run.err, tail(run.output, 40))
 			}
-			if err := os.WriteFile(baseline, []byte(b.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			run := runHarness(t, bin, []string{faultsEnv + "=" + v.fault}, impl, await, "-baseline="+baseline)
-			if !slices.Contains(run.failing, v.names) {
-				t.Errorf("variant %s does not fail %s, the requirement that names its defect", v.fault, v.names)
-			}
-			if !slices.Equal(run.failing, want) {
-				t.Errorf("variant %s fails %v, the teeth table says %v", v.fault, run.failing, want)
-			}
-			if run.exit != 0 {
-				t.Errorf("variant %s with its expected failures as baseline: exit %d, want 0", v.fault, run.exit)
-			}
-			if t.Failed() {
-				t.Logf("failures:\n%s", failures(run.output))
+			switch j.name {
+			case "reference":
+				if run.exit != 0 || len(run.failing) > 0 || len(run.verdicts) != len(Requirements()) {
+					t.Fatalf("the reference runtime through harness driver: exit %d, failing %v, %d of %d run\n%s\n%s",
+						run.exit, run.failing, len(run.verdicts), len(Requirements()), failures(run.output), tail(run.output, 5))
+				}
+				for id, st := range run.verdicts {
+					if st != types.SpecStatePassed {
+						t.Errorf("%s: %s", id, st)
+					}
+				}
+			case "claims-less":
+				if run.exit != 0 || len(run.failing) > 0 {
+					t.Fatalf("exit %d, failing %v\n%s\n%s", run.exit, run.failing, failures(run.output), tail(run.output, 5))
+				}
+				if !strings.Contains(run.output, "clock: real") {
+					t.Errorf("the summary does not say the run used real time:\n%s", tail(run.output, 80))
+				}
+				for _, r := range Requirements() {
+					st := run.verdicts[r.ID]
+					applies := slices.Contains(claims, r.Profile) && !slices.Contains(r.Needs, driver.CapSharedPool)
+					switch {
+					case applies && st != types.SpecStatePassed:
+						t.Errorf("%s: %s, want passed (real time)", r.ID, st)
+					case !applies && (st != types.SpecStateSkipped || !strings.HasPrefix(run.skipped[r.ID], "not applicable")):
+						t.Errorf("%s: %s %q, want skipped as not applicable", r.ID, st, run.skipped[r.ID])
+					}
+				}
+			default:
+				named := j.want[0]
+				for _, v := range teeth {
+					if v.fault == j.name {
+						named = v.names
+					}
+				}
+				if !slices.Contains(run.failing, named) {
+					t.Errorf("variant %s does not fail %s, the requirement that names its defect", j.name, named)
+				}
+				if !slices.Equal(run.failing, j.want) {
+					t.Errorf("variant %s fails %v, the teeth table says %v", j.name, run.failing, j.want)
+				}
+				if run.exit != 0 {
+					t.Errorf("variant %s with its expected failures as baseline: exit %d, want 0", j.name, run.exit)
+				}
+				if t.Failed() {
+					t.Logf("failures:\n%s", failures(run.output))
+				}
 			}
 		})
 	}

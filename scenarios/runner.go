@@ -40,7 +40,8 @@ type RunOptions struct {
 	// symlink mcp-fixture to it first on PATH for the run (the harness
 	// binary passes itself).
 	FixtureExecutable string
-	// Progress, when set, is called as each scenario ends.
+	// Progress, when set, is called as each scenario ends, from one
+	// goroutine at a time.
 	Progress func(Result)
 }
 
@@ -211,11 +212,12 @@ func fixtureOnPath(tmp, exe string) (restore func(), err error) {
 
 // runner collects the results of one RunCatalog.
 type runner struct {
-	verbose  bool
-	progress func(Result)
-	scenario map[string]Scenario
-	sem      chan struct{}
-	wg       sync.WaitGroup
+	verbose    bool
+	progress   func(Result)
+	progressMu sync.Mutex // serialises progress calls
+	scenario   map[string]Scenario
+	sem        chan struct{}
+	wg         sync.WaitGroup
 
 	mu      sync.Mutex
 	results []Result
@@ -370,7 +372,9 @@ func (t *runT) done() {
 		<-t.r.sem
 	}
 	if t.r.progress != nil {
+		t.r.progressMu.Lock()
 		t.r.progress(res)
+		t.r.progressMu.Unlock()
 	}
 }
 

@@ -32,6 +32,7 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	junit := fs.String("junit", "", "write a JUnit XML report to this file")
 	jsonReport := fs.String("json", "", "write a JSON report (ginkgo's format) to this file")
 	awaitTimeout := fs.Duration("await-timeout", conformance.DefaultAwaitTimeout, "real-time bound of each wait for an event, response or journal entry")
+	shutdownTimeout := fs.Duration("shutdown-timeout", conformance.DefaultShutdownTimeout, "real-time bound of a driver's shutdown at the end of each spec; then it is killed")
 	verbose := fs.Bool("v", false, "report every spec as it runs")
 	noColor := fs.Bool("no-color", false, "no colors in ginkgo's output")
 	list := fs.Bool("list", false, "list the requirements and exit")
@@ -63,17 +64,18 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	cfg := conformance.Config{
-		Fixture:      conformance.Fixture{Command: exe, Args: []string{"fixture"}},
-		Clock:        *clockMode,
-		TimeScale:    *timeScale,
-		AwaitTimeout: *awaitTimeout,
-		IDs:          confSplitList(*reqs),
-		LabelFilter:  *labels,
-		JUnitReport:  *junit,
-		JSONReport:   *jsonReport,
-		Out:          stdout,
-		Verbose:      *verbose,
-		NoColor:      *noColor,
+		Fixture:         conformance.Fixture{Command: exe, Args: []string{"fixture"}},
+		Clock:           *clockMode,
+		TimeScale:       *timeScale,
+		AwaitTimeout:    *awaitTimeout,
+		ShutdownTimeout: *shutdownTimeout,
+		IDs:             confSplitList(*reqs),
+		LabelFilter:     *labels,
+		JUnitReport:     *junit,
+		JSONReport:      *jsonReport,
+		Out:             stdout,
+		Verbose:         *verbose,
+		NoColor:         *noColor,
 	}
 	for _, p := range confSplitList(*profiles) {
 		cfg.Profiles = append(cfg.Profiles, driver.Profile(p))

@@ -104,7 +104,12 @@ func MapError(err error, o Options) Result {
 	if err == nil {
 		err = errors.New("unknown error")
 	}
-	if errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	// An error that carries a runtime code (a restart failure, a lost
+	// connection) is never the caller's abort, even when its cause chain
+	// holds a cancellation.
+	var coder Coder
+	coded := errors.As(err, &coder) && coder.ErrorCode() != ""
+	if !coded && errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return Result{
 			Aborted: true,
 			IsError: true,

@@ -268,3 +268,23 @@ func TestMapErrorTruncates(t *testing.T) {
 		t.Errorf("Text = %q", r.Text)
 	}
 }
+
+// TestMapErrorCodedCancellationIsNotAbort: a runtime error with a code whose
+// cause chain holds a cancellation (a server that died during a restart's
+// handshake) is a failure with its code, not the caller's abort.
+func TestMapErrorCodedCancellationIsNotAbort(t *testing.T) {
+	err := &wrappedCoded{code: "mcp_restart_failed", cause: context.Canceled}
+	r := MapError(err, opts())
+	if r.Aborted || r.Code != "mcp_restart_failed" || !strings.Contains(r.Text, "MCP error:") {
+		t.Fatalf("MapError = %+v", r)
+	}
+}
+
+type wrappedCoded struct {
+	code  string
+	cause error
+}
+
+func (e *wrappedCoded) Error() string     { return e.code + ": " + e.cause.Error() }
+func (e *wrappedCoded) Unwrap() error     { return e.cause }
+func (e *wrappedCoded) ErrorCode() string { return e.code }

@@ -820,6 +820,7 @@ func (d *driver) toolCall(ctx context.Context, params json.RawMessage) (any, fun
 		return nil, nil, err
 	}
 	cctx, cancel := context.WithCancelCause(d.base)
+	cctx = host.WithCallID(cctx, p.CallID)
 	if p.TimeoutMs != nil {
 		cctx = host.WithCallTimeout(cctx, ms(*p.TimeoutMs))
 	}

@@ -6,6 +6,11 @@
 // on log text or wall-clock timings.
 package event
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Kind is the stable dotted name of a lifecycle step.
 type Kind string
 
@@ -98,12 +103,12 @@ func Kinds() []KindInfo {
 	return []KindInfo{
 		{ConfigLoaded, "a config source was read", "file, provider, level, servers"},
 		{ConfigError, "a config file or server entry was rejected; the server is skipped", "file, line, column, field, message"},
-		{ConfigWarning, "a config value was ignored or fell back to its default", "file, field, message"},
+		{ConfigWarning, "a config value was ignored or fell back to its default", "file, line, column, field, message"},
 		{ConfigShadowed, "a server definition lost to a higher-priority source of the same name", "file, winner"},
 		{ConfigUnresolved, "a header or env value could not be resolved and was dropped", "field, key, message"},
 
-		{ServerConnecting, "a connect attempt began (initialize + tools/list)", "transport, attempt"},
-		{ServerConnected, "the handshake and tool listing succeeded", "transport, tools, protocol"},
+		{ServerConnecting, "a connect attempt began (initialize + tools/list); its timeout is armed", "transport, attempt, timeout_ms"},
+		{ServerConnected, "the handshake and tool listing succeeded and the connection is installed", "transport, attempt, tools, protocol"},
 		{ServerFailed, "a connect attempt failed", "transport, error, stderr"},
 		{ServerDisconnected, "the server was disconnected on purpose", "reason"},
 		{ServerDisabled, "the server is disabled in config and is not connected", "file"},
@@ -111,11 +116,11 @@ func Kinds() []KindInfo {
 
 		{ProcessStarted, "a stdio server process was launched", "pid, command"},
 		{ProcessSignaled, "a step of stopping a server's process group was taken (stdin-closed, SIGTERM, SIGKILL); its wait is armed", "pid, step"},
-		{ProcessExited, "a stdio server process exited", "pid, code, signal, planned"},
+		{ProcessExited, "a stdio server process exited", "pid, status, planned"},
 		{TransportClosed, "a connection ended without the runtime asking", "transport, error"},
 
 		{GateOpened, "a session started waiting on the startup gate", "servers, timeout_ms"},
-		{GateClosed, "the startup gate closed", "ready, failed, deferred, waiting, elapsed_ms"},
+		{GateClosed, "the startup gate closed; session start returns", "ready, failed, deferred, late, elapsed_ms"},
 
 		{CacheHit, "cached tool definitions were found for a pending server", "tools"},
 		{CacheMiss, "no usable cache record", "reason"},
@@ -126,7 +131,7 @@ func Kinds() []KindInfo {
 		{ToolsUnregistered, "a server's tools were removed from a session", "tools, reason"},
 		{ToolsUnregisterScheduled, "a connection dropped; the tools stay for the grace window", "grace_ms"},
 		{ToolsUnregisterCancelled, "the server came back inside the grace window", ""},
-		{ToolsChanged, "the server sent notifications/tools/list_changed", ""},
+		{ToolsChanged, "the server sent notifications/tools/list_changed; the debounce timer is armed", "debounce_ms"},
 		{ToolsRefreshKept, "a refresh returned no tools; the old list was kept", "tools"},
 		{ToolsCollision, "two tools map to one exposed name; the winner is deterministic", "name, winner, loser"},
 
@@ -137,14 +142,14 @@ func Kinds() []KindInfo {
 		{ToolTruncated, "a tool result was truncated to maxResultChars", "tool, limit, original"},
 		{ToolInjectionSignal, "a tool result contains prompt-injection phrases (advisory)", "tool, signals"},
 
-		{ProbeStarted, "a health probe began after a tool timeout", "method"},
+		{ProbeStarted, "a health probe step began after a tool timeout; its timeout is armed", "method, timeout_ms"},
 		{ProbeFinished, "a health probe ended", "healthy, method, error"},
 		{ProbePingUnsupported, "the server answered ping with method-not-found; tools/list is used from now on", ""},
 
 		{RestartScheduled, "a restart was decided", "reason, attempt, delay_ms, policy"},
 		{RestartAttempt, "a restart attempt began", "reason, attempt"},
 		{RestartFailed, "a restart attempt failed", "reason, attempt, error, next_delay_ms"},
-		{RestartSucceeded, "a restart attempt succeeded", "reason, attempt, tools"},
+		{RestartSucceeded, "a restart attempt succeeded", "reason, attempt"},
 		{RestartGaveUp, "the restart policy gave up; the server stays failed", "attempts, policy"},
 
 		{PoolAcquired, "a session acquired a server handle", "refs, shared"},
@@ -152,10 +157,32 @@ func Kinds() []KindInfo {
 		{PoolUnavailable, "an acquire failed fast while the server retries in background", "error"},
 		{PoolIdleStop, "an idle shared server was stopped after its idle timeout", "idle_ms"},
 
-		{SessionOpened, "a session opened", "session"},
-		{SessionClosed, "a session closed", "session"},
+		{SessionOpened, "a session opened", ""},
+		{SessionClosed, "a session closed", ""},
 		{ReloadStarted, "a reload began", ""},
 		{ReloadFinished, "a reload finished", "servers"},
 		{RuntimeClosed, "the runtime closed; nothing is left running", ""},
 	}
+}
+
+// CheckDocumented reports an error when e's kind is not in the vocabulary or
+// e carries an attribute its kind does not document. Tests run it over every
+// event they record, so the documented vocabulary stays true.
+func CheckDocumented(e Event) error {
+	for _, k := range Kinds() {
+		if k.Kind != e.Kind {
+			continue
+		}
+		allowed := map[string]bool{}
+		for _, a := range strings.Split(k.Attrs, ",") {
+			allowed[strings.TrimSpace(a)] = true
+		}
+		for a := range e.Attrs {
+			if !allowed[a] {
+				return fmt.Errorf("event %s carries attribute %q, which the vocabulary does not document (documented: %s)", e.Kind, a, k.Attrs)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("event kind %q is not in the vocabulary", e.Kind)
 }

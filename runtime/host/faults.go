@@ -14,7 +14,6 @@ const (
 	faultNoFailFast      = "no-fail-fast"        // calls in flight wait for their timeout after the server died
 	faultGateWaitsForAll = "gate-waits-for-all"  // the startup gate ignores its timeout
 	faultAbortProbes     = "abort-probes"        // a caller's cancellation runs the probe
-	faultLeakChildren    = "leak-children"       // Close signals only the direct child, not its process group
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.

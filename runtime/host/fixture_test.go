@@ -87,6 +87,7 @@ func newFixtureEnv(t *testing.T, servers func(e *fixtureEnv) map[string]json.Raw
 	e.rt = rt
 	t.Cleanup(func() {
 		e.close()
+		checkDocumented(t, e.rt.Events().Events())
 		if t.Failed() || os.Getenv("HOST_TEST_DUMP") != "" {
 			for _, name := range []string{"fx"} {
 				for _, en := range e.entries(name) {

@@ -151,7 +151,10 @@ func newMemRuntime(t *testing.T, cfgs map[string]string, opts Options) *memEnv {
 		t.Fatal(err)
 	}
 	env.rt = rt
-	t.Cleanup(func() { rt.Close(context.Background()) })
+	t.Cleanup(func() {
+		rt.Close(context.Background())
+		checkDocumented(t, rt.Events().Events())
+	})
 	return env
 }
 
@@ -174,4 +177,17 @@ func (e *memEnv) trace() string {
 
 func (e *memEnv) count(kind event.Kind, server string) int {
 	return e.rt.Events().Count(event.Matcher{Kind: kind, Server: server})
+}
+
+// checkDocumented fails the test when an event carries an attribute the
+// vocabulary (docs/TESTING.md) does not document.
+func checkDocumented(t *testing.T, evs []event.Event) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if err := event.CheckDocumented(e); err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			t.Error(err)
+		}
+	}
 }

@@ -39,7 +39,10 @@ type server struct {
 	stderr      string
 	connectedAt time.Time
 	initFailed  bool // the first connect attempt failed
-	initFailAt  time.Time
+	// connectedOnce is set by the first successful connect: such a server
+	// has settled for the startup gate even if it dropped since.
+	connectedOnce bool
+	initFailAt    time.Time
 	// acquireWaitOver is set when a first acquire gave up waiting; later
 	// acquires fail at once while the server is down.
 	acquireWaitOver bool
@@ -220,6 +223,7 @@ func (s *server) attempt(ctx context.Context, attempt int) error {
 		return err
 	}
 	s.conn = conn
+	s.connectedOnce = true
 	s.lastErr = nil
 	s.connectedAt = s.rt.clock.Now()
 	s.initFailed = false
@@ -378,7 +382,7 @@ func (s *server) wait(ctx context.Context, cond func() bool) error {
 
 // settled reports whether the first connect has an outcome; s.mu held.
 func (s *server) settledLocked() bool {
-	return s.conn != nil || s.initFailed || s.state == StateBlocked || s.state == StateFailed ||
+	return s.conn != nil || s.connectedOnce || s.initFailed || s.state == StateBlocked || s.state == StateFailed ||
 		s.state == StateDisconnected || s.closed
 }
 

@@ -208,7 +208,9 @@ func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) 
 	for _, s := range entries {
 		s.mu.Lock()
 		switch {
-		case s.conn != nil:
+		case s.conn != nil, s.connectedOnce && len(s.published) > 0:
+			// A server that connected and dropped since still has its tools
+			// for the grace window.
 			rep.Ready = append(rep.Ready, s.name)
 		case s.settledLocked():
 			rep.Failed = append(rep.Failed, s.name)
