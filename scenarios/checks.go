@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,33 +25,79 @@ var knownKinds = func() map[event.Kind]bool {
 	return m
 }()
 
-// parseMatcher reads KIND [server=S] [session=S] [ATTR=VALUE...].
-func (s *state) parseMatcher(cmd string, args []string) event.Matcher {
+// eventMatcher selects events: a kind and expectations on server,
+// session and attributes (KEY=VALUE, KEY!=VALUE, KEY~REGEXP, KEY!~REGEXP).
+type eventMatcher struct {
+	kind event.Kind
+	exps []expectation
+}
+
+func (m eventMatcher) match(e event.Event) bool {
+	if e.Kind != m.kind {
+		return false
+	}
+	for _, x := range m.exps {
+		var got string
+		switch x.key {
+		case "server":
+			got = e.Server
+		case "session":
+			got = e.Session
+		default:
+			v, ok := e.Attrs[x.key]
+			if !ok && (x.op == "=" || x.op == "~") {
+				return false
+			}
+			got = fieldString(v)
+		}
+		if !x.holds(got) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m eventMatcher) String() string {
+	var b strings.Builder
+	b.WriteString(string(m.kind))
+	for _, x := range m.exps {
+		b.WriteString(" " + x.String())
+	}
+	return b.String()
+}
+
+// parseMatcher reads KIND [server=S] [session=S] [ATTR=VALUE|ATTR~REGEXP...].
+func (s *state) parseMatcher(cmd string, args []string) eventMatcher {
 	if len(args) < 1 {
 		s.usageError(cmd)
 	}
-	m := event.Matcher{Kind: event.Kind(args[0])}
-	if !knownKinds[m.Kind] {
+	m := eventMatcher{kind: event.Kind(args[0])}
+	if !knownKinds[m.kind] {
 		s.fatalf("%s: unknown event kind %q (docs/TESTING.md lists the vocabulary)", cmd, args[0])
 	}
-	for _, a := range args[1:] {
-		k, v, ok := strings.Cut(a, "=")
-		if !ok || k == "" {
-			s.fatalf("%s: %q is not KEY=VALUE\nusage: %s", cmd, a, usage(cmd))
-		}
-		switch k {
-		case "server":
-			m.Server = v
-		case "session":
-			m.Session = v
-		default:
-			if m.Attrs == nil {
-				m.Attrs = map[string]string{}
+	m.exps = s.parseExpectations(cmd, args[1:])
+	return m
+}
+
+// awaitEvent returns the first event after seq that matches m: it checks
+// the events received so far, then waits for more.
+func (s *state) awaitEvent(ctx context.Context, seq uint64, m eventMatcher) (event.Event, error) {
+	c := s.client
+	for {
+		evs := c.Events()
+		for _, e := range evs {
+			if e.Seq > seq && m.match(e) {
+				return e, nil
 			}
-			m.Attrs[k] = v
+		}
+		if len(evs) > 0 {
+			seq = max(seq, evs[len(evs)-1].Seq)
+		}
+		// Wait for any newer event, then look again.
+		if _, err := c.Await(ctx, seq, event.Matcher{}); err != nil {
+			return event.Event{}, err
 		}
 	}
-	return m
 }
 
 func (s *state) markSeq(cmd, name string) uint64 {
@@ -79,14 +124,14 @@ func cmdAwait(s *state, _ bool, args []string) {
 	if n < 1 {
 		s.fatalf("await: -n must be at least 1")
 	}
-	c := s.requireClient("await")
+	s.requireClient("await")
 	seq := s.markSeq("await", after)
 	ctx, cancel := s.timeoutCtx(timeout)
 	defer cancel()
 	var e event.Event
 	for i := range n {
 		var err error
-		e, err = c.Await(ctx, seq, m)
+		e, err = s.awaitEvent(ctx, seq, m)
 		if err != nil {
 			what := m.String()
 			if n > 1 {
@@ -152,30 +197,30 @@ func cmdCount(s *state, _ bool, args []string) {
 }
 
 // journalMatch reports whether a journal entry matches kind and fields.
-func journalMatch(e fixture.Entry, kind string, fields map[string]string) bool {
+func journalMatch(e fixture.Entry, kind string, fields []expectation) bool {
 	if e.Kind != kind {
 		return false
 	}
-	for k, want := range fields {
+	for _, x := range fields {
 		var got string
-		switch k {
+		switch x.key {
 		case "launch":
 			got = strconv.Itoa(e.Launch)
 		default:
-			v, ok := e.Fields[k]
-			if !ok {
+			v, ok := e.Fields[x.key]
+			if !ok && (x.op == "=" || x.op == "~") {
 				return false
 			}
 			got = fieldString(v)
 		}
-		if got != want {
+		if !x.holds(got) {
 			return false
 		}
 	}
 	return true
 }
 
-func (s *state) parseJournalMatch(cmd string, args []string) (string, map[string]string) {
+func (s *state) parseJournalMatch(cmd string, args []string) (string, []expectation) {
 	if len(args) < 1 {
 		s.usageError(cmd)
 	}
@@ -189,33 +234,19 @@ func (s *state) parseJournalMatch(cmd string, args []string) (string, map[string
 	if !known {
 		s.fatalf("%s: unknown journal kind %q (docs/TESTING.md lists the fixture journal)", cmd, kind)
 	}
-	fields := map[string]string{}
-	for _, a := range args[1:] {
-		k, v, ok := strings.Cut(a, "=")
-		if !ok || k == "" {
-			s.fatalf("%s: %q is not FIELD=VALUE\nusage: %s", cmd, a, usage(cmd))
-		}
-		fields[k] = v
-	}
-	return kind, fields
+	return kind, s.parseExpectations(cmd, args[1:])
 }
 
-func describeJournalMatch(kind string, fields map[string]string) string {
+func describeJournalMatch(kind string, fields []expectation) string {
 	var b strings.Builder
 	b.WriteString(kind)
-	for _, k := range mapKeysSorted(fields) {
-		fmt.Fprintf(&b, " %s=%s", k, fields[k])
+	for _, x := range fields {
+		b.WriteString(" " + x.String())
 	}
 	return b.String()
 }
 
-func mapKeysSorted(m map[string]string) []string {
-	keys := mapKeys(m)
-	sort.Strings(keys)
-	return keys
-}
-
-func (s *state) countJournal(file, kind string, fields map[string]string) int {
+func (s *state) countJournal(file, kind string, fields []expectation) int {
 	n := 0
 	for _, e := range s.readJournal(file) {
 		if journalMatch(e, kind, fields) {

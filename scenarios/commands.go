@@ -797,6 +797,50 @@ func cmdStatus(s *state, _ bool, args []string) {
 	s.expect("status", name, got, exps)
 }
 
+func cmdAwaitStatus(s *state, _ bool, args []string) {
+	var timeout time.Duration
+	args = s.parseFlags("await-status", args, func(fs *flag.FlagSet) { fs.DurationVar(&timeout, "timeout", 0, "") })
+	if len(args) < 2 {
+		s.usageError("await-status")
+	}
+	name := args[0]
+	exps := s.parseExpectations("await-status", args[1:])
+	ctx, cancel := s.timeoutCtx(timeout)
+	defer cancel()
+	// A server's status is state, not an event: poll it on a short real
+	// ticker until it meets the expectations.
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got := map[string]string{"state": "absent"}
+		for _, st := range s.status() {
+			if st.Name == name {
+				got = renderStatus(st)
+			}
+		}
+		var bad []string
+		for _, e := range exps {
+			if _, ok := got[e.key]; !ok {
+				s.fatalf("await-status: unknown key %q (keys: %s)", e.key, strings.Join(sortedKeys(got), ", "))
+			}
+			if !e.holds(got[e.key]) {
+				bad = append(bad, fmt.Sprintf("%s: got %q", e, got[e.key]))
+			}
+		}
+		if len(bad) == 0 {
+			s.print(got)
+			s.check()
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			s.fatalWithTails("await-status %s: the status did not meet the expectations within %v:\n  %s\n%s",
+				name, timeoutOr(timeout, s.run.awaitTimeout), s.sanitize(strings.Join(bad, "\n  ")), s.sanitize(renderMap(got)))
+		}
+	}
+}
+
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l

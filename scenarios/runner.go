@@ -137,6 +137,7 @@ func RunCatalog(ctx context.Context, ro RunOptions) (*Report, error) {
 	}
 
 	r := &runner{
+		dir:      dir,
 		verbose:  ro.Verbose,
 		progress: ro.Progress,
 		scenario: byName,
@@ -161,10 +162,6 @@ func RunCatalog(ctx context.Context, ro RunOptions) (*Report, error) {
 	p := Params(dir, opts, hello)
 	p.Dir = ""
 	p.Files = files
-	p.WorkdirRoot = filepath.Join(tmp, "work")
-	if err := os.Mkdir(p.WorkdirRoot, 0o755); err != nil {
-		return nil, err
-	}
 	top := &runT{r: r, top: true}
 	if err := top.runTop(func() { testscript.RunT(top, p) }); err != nil {
 		return nil, err
@@ -212,6 +209,7 @@ func fixtureOnPath(tmp, exe string) (restore func(), err error) {
 
 // runner collects the results of one RunCatalog.
 type runner struct {
+	dir        string // where the scripts were extracted
 	verbose    bool
 	progress   func(Result)
 	progressMu sync.Mutex // serialises progress calls
@@ -346,7 +344,8 @@ func (t *runT) done() {
 	res := Result{
 		Scenario: t.r.scenario[t.name],
 		Duration: time.Since(t.start),
-		Log:      t.log.String(),
+		// Name scripts by file name, not by their temporary path.
+		Log: strings.ReplaceAll(t.log.String(), t.r.dir+string(filepath.Separator), ""),
 	}
 	switch {
 	case t.failed:

@@ -351,10 +351,10 @@ func (sv *served) stop() {
 }
 
 // matchEvents returns the events after after that match m.
-func matchEvents(evs []event.Event, after uint64, m event.Matcher) []event.Event {
+func matchEvents(evs []event.Event, after uint64, m eventMatcher) []event.Event {
 	var out []event.Event
 	for _, e := range evs {
-		if e.Seq > after && m.Match(e) {
+		if e.Seq > after && m.match(e) {
 			out = append(out, e)
 		}
 	}

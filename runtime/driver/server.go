@@ -884,12 +884,13 @@ func callResultLine(callID, tool string, r bridge.Result, err error) CallResultL
 
 // outcomeCode classifies a call or acquire failure.
 func outcomeCode(err error) OutcomeCode {
+	var se *host.ServerError
+	coded := errors.As(err, &se)
 	if errors.Is(err, host.ErrAborted) || errors.Is(err, errCancelled) ||
-		(errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)) {
+		(!coded && errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)) {
 		return OutcomeAborted
 	}
-	var se *host.ServerError
-	if errors.As(err, &se) {
+	if coded {
 		for _, c := range OutcomeCodes() {
 			if string(c.Code) == se.Code && strings.HasPrefix(se.Code, "mcp_") {
 				return c.Code

@@ -115,7 +115,7 @@ func Kinds() []KindInfo {
 		{ServerBlocked, "the server is blocked (stdio from untrusted project config)", "reason"},
 
 		{ProcessStarted, "a stdio server process was launched", "pid, command"},
-		{ProcessSignaled, "a step of stopping a server's process group was taken (stdin-closed, SIGTERM, SIGKILL); its wait is armed", "pid, step"},
+		{ProcessSignaled, "a step of stopping a server was taken; its wait is armed: stdin-closed, SIGTERM, SIGKILL for a stdio process group; session-close, then sockets-closed after the grace, for a remote server (pid 0)", "pid, step"},
 		{ProcessExited, "a stdio server process exited", "pid, status, planned"},
 		{TransportClosed, "a connection ended without the runtime asking", "transport, error"},
 

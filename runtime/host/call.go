@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -57,8 +58,9 @@ func (s *server) readyConn(ctx context.Context) (*connection, error) {
 				return nil, restartInProgress(s.name)
 			}
 			return nil, restartFailed(s.name, err)
-		case s.connecting:
-			// First connect still running: wait (bounded by ctx).
+		case s.connecting, s.state == StateConnecting && !s.initFailed:
+			// First connect running or about to start: wait (bounded by
+			// ctx).
 		default:
 			err := s.lastErr
 			s.mu.Unlock()
@@ -183,7 +185,7 @@ func (s *server) callOnce(ctx context.Context, name string, args any, started fu
 			return o.res, nil, nil
 		case ctx.Err() != nil:
 			return nil, aborted(), nil
-		case conn.ctx.Err() != nil || isConnectionError(o.err):
+		case conn.ctx.Err() != nil || isConnectionError(o.err) || !isProtocolError(o.err):
 			if s.rt.faults.on(faultNoFailFast) && watchdog != nil {
 				<-watchdog // defect: wait for the timeout
 				return nil, timeoutErr(o.err), nil
@@ -308,4 +310,13 @@ func (s *server) restartState(fallback error) error {
 		return &ServerError{Code: CodeFailed, Server: s.name, Kind: ErrFailed, Cause: s.lastErr}
 	}
 	return fallback
+}
+
+// isProtocolError reports whether err is an answer from the server (a
+// JSON-RPC error) rather than a failure of the transport. Any other error of
+// a call means the connection failed under it: over HTTP the SDK reports a
+// server that went away in several ways, not only as ErrConnectionClosed.
+func isProtocolError(err error) bool {
+	var rpcErr *jsonrpc.Error
+	return errors.As(err, &rpcErr)
 }

@@ -22,6 +22,8 @@ type connection struct {
 	gen  int
 	cs   *mcp.ClientSession
 	proc *proc.Process // nil for remote transports
+	// sockets are the remote connection's sockets (nil for stdio).
+	sockets *socketSet
 
 	// ctx ends when the connection ends; calls in flight derive from it so
 	// they fail at once when the server goes away.
@@ -64,7 +66,8 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 		event.Millis("timeout_ms", max(s.cfg.ConnectTimeout(), 0)))
 
 	var p *proc.Process
-	transport, err := rt.dial(cctx, s, resolved, &p)
+	sockets := &socketSet{}
+	transport, err := rt.dial(cctx, s, resolved, &p, sockets)
 	if err != nil {
 		return nil, nil, rt.connectFailed(s, p, err)
 	}
@@ -78,6 +81,9 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	}
 
 	c := &connection{srv: s, gen: gen, proc: p, closing: make(chan struct{}), done: make(chan struct{})}
+	if p == nil {
+		c.sockets = sockets
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: rt.opts.ClientName, Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.toolsChanged(c) },
 		Logger:                 rt.log,
@@ -88,11 +94,13 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	}
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
+		sockets.closeAll()
 		return nil, nil, rt.connectFailed(s, p, causeOf(cctx, err, p))
 	}
 	c.cs = cs
 	tools, err := listTools(cctx, cs)
 	if err != nil {
+		sockets.closeAll()
 		closeSession(cs)
 		return nil, nil, rt.connectFailed(s, p, causeOf(cctx, err, p))
 	}
@@ -121,6 +129,10 @@ func watchExit(p *proc.Process, f func(proc.ExitStatus)) (stop func()) {
 
 // causeOf prefers the process exit or the clock timeout over the SDK's error.
 func causeOf(ctx context.Context, err error, p *proc.Process) error {
+	var te *clock.TimeoutError
+	if cause := context.Cause(ctx); errors.As(cause, &te) {
+		return fmt.Errorf("%w (%v)", cause, err)
+	}
 	if p != nil {
 		select {
 		case <-p.Done():
@@ -256,6 +268,9 @@ func (c *connection) close(ctx context.Context, reason string) {
 			c.proc.Stop(ctx, srv.rt.stopGrace(), srv.stopObserver(c.proc))
 			srv.rt.events.Emit(srv.name, event.ProcessExited, event.Int("pid", c.proc.PID()), event.String("status", c.proc.Exit().String()), event.Bool("planned", true))
 		}
+		if c.sockets != nil {
+			c.closeRemote(ctx, closed)
+		}
 		select {
 		case <-closed:
 		case <-ctx.Done():
@@ -264,8 +279,32 @@ func (c *connection) close(ctx context.Context, reason string) {
 	})
 }
 
+// closeRemote bounds the close of a remote session: go-sdk's Close waits on
+// the server (the DELETE of a streamable session), which a wedged server
+// never answers. After the stdin grace on the clock, or at once when ctx is
+// done, the connection's sockets are closed, which fails that wait.
+func (c *connection) closeRemote(ctx context.Context, closed <-chan struct{}) {
+	srv := c.srv
+	grace := srv.rt.stopGrace().Stdin
+	if grace <= 0 {
+		grace = proc.DefaultGraceStep
+	}
+	t := srv.rt.clock.NewTimer(grace)
+	defer t.Stop()
+	srv.emit(event.ProcessSignaled, event.Int("pid", 0), event.String("step", "session-close"))
+	select {
+	case <-closed:
+		c.sockets.closeAll()
+		return
+	case <-t.C():
+	case <-ctx.Done():
+	}
+	srv.emit(event.ProcessSignaled, event.Int("pid", 0), event.String("step", "sockets-closed"))
+	c.sockets.closeAll()
+}
+
 // dial makes the transport for one attempt; a stdio process is returned in *p.
-func (rt *Runtime) dial(ctx context.Context, s *server, r *config.Resolved, p **proc.Process) (mcp.Transport, error) {
+func (rt *Runtime) dial(ctx context.Context, s *server, r *config.Resolved, p **proc.Process, sockets *socketSet) (mcp.Transport, error) {
 	if rt.opts.Dial != nil {
 		return rt.opts.Dial(ctx, s.cfg, r)
 	}
@@ -279,9 +318,9 @@ func (rt *Runtime) dial(ctx context.Context, s *server, r *config.Resolved, p **
 		rt.events.Emit(s.name, event.ProcessStarted, event.Int("pid", pr.PID()), event.String("command", s.cfg.Command))
 		return pr.Transport(), nil
 	case config.HTTP:
-		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers), MaxRetries: -1}, nil
+		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers, sockets), MaxRetries: -1}, nil
 	case config.SSE:
-		return longLived{inner: &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers)}, life: s.ctx}, nil
+		return longLived{inner: &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers, sockets)}, life: s.ctx}, nil
 	}
 	return nil, fmt.Errorf("server %q: unknown transport %q", s.name, s.cfg.Type)
 }

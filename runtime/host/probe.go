@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/config"
@@ -54,14 +53,16 @@ func (s *server) runProbe(c *connection, pingless bool) bool {
 		ctx, cancel := clock.WithTimeout(c.ctx, s.rt.clock, timeout, "ping")
 		s.emit(event.ProbeStarted, event.String("method", "ping"), event.Millis("timeout_ms", timeout))
 		err := c.cs.Ping(ctx, nil)
-		cause := context.Cause(ctx)
+		if err != nil && ctx.Err() != nil {
+			// Timed out (or the connection ended): name that, not the
+			// SDK's cancellation. Checked before cancel, which would make
+			// every error look like a timeout.
+			err = context.Cause(ctx)
+		}
 		cancel()
 		if err == nil {
 			s.emit(event.ProbeFinished, event.Bool("healthy", true), event.String("method", "ping"), event.String("error", ""))
 			return true
-		}
-		if ctx.Err() != nil {
-			err = cause
 		}
 		var rpcErr *jsonrpc.Error
 		if errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeMethodNotFound {
@@ -76,7 +77,7 @@ func (s *server) runProbe(c *connection, pingless bool) bool {
 	s.emit(event.ProbeStarted, event.String("method", "tools/list"), event.Millis("timeout_ms", timeout))
 	_, err := c.cs.ListTools(ctx, nil)
 	if err != nil && ctx.Err() != nil {
-		err = fmt.Errorf("%w", context.Cause(ctx))
+		err = context.Cause(ctx)
 	}
 	cancel()
 	healthy := err == nil

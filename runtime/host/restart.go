@@ -96,15 +96,25 @@ func (s *server) restartLoop(reason string, old *connection) {
 		s.attempts++
 		s.attemptOK = err == nil
 		if err == nil {
-			s.restarting = false
 			if s.rt.faults.on(faultResetOnSuccess) {
 				s.step = 0
 			}
-			s.armStableLocked()
+			lost := s.conn == nil && !s.closed
+			if !lost {
+				s.restarting = false
+				s.armStableLocked()
+			}
 			s.notifyLocked()
 			s.mu.Unlock()
 			s.emit(event.RestartSucceeded, event.String("reason", reason), event.Int("attempt", attempt))
-			return
+			if !lost {
+				return
+			}
+			// The new connection died before the loop could record its
+			// success; its exit was not acted on (this loop was still
+			// running), so the loop goes on.
+			reason = "transport-exit"
+			continue
 		}
 		next, more := s.policy.Delay(s.step)
 		s.notifyLocked()

@@ -287,8 +287,8 @@ func (s *server) publishLocked(tools []*mcp.Tool, deferred bool) {
 	for i, t := range s.published {
 		names[i] = t.Name
 	}
-	s.emit(event.ToolsRegistered, event.Int("tools", len(s.published)), event.Bool("deferred", deferred), event.Strings("names", names))
 	s.notifyListenersLocked()
+	s.emit(event.ToolsRegistered, event.Int("tools", len(s.published)), event.Bool("deferred", deferred), event.Strings("names", names))
 }
 
 func (s *server) unpublishLocked(reason string) {
@@ -298,8 +298,8 @@ func (s *server) unpublishLocked(reason string) {
 	n := len(s.published)
 	s.published = nil
 	s.deferred = false
-	s.emit(event.ToolsUnregistered, event.Int("tools", n), event.String("reason", reason))
 	s.notifyListenersLocked()
+	s.emit(event.ToolsUnregistered, event.Int("tools", n), event.String("reason", reason))
 }
 
 func (s *server) notifyListenersLocked() {

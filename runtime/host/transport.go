@@ -2,17 +2,59 @@ package host
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// headerClient returns an HTTP client that adds headers to every request.
-func headerClient(headers map[string]string) *http.Client {
-	if len(headers) == 0 {
-		return &http.Client{}
+// headerClient returns an HTTP client of its own (so its sockets can be
+// closed by force, see socketSet) that adds headers to every request.
+func headerClient(headers map[string]string, sockets *socketSet) *http.Client {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	dialer := &net.Dialer{}
+	base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err == nil {
+			sockets.add(c)
+		}
+		return c, err
 	}
-	return &http.Client{Transport: headerTransport{headers: headers, base: http.DefaultTransport}}
+	if len(headers) == 0 {
+		return &http.Client{Transport: base}
+	}
+	return &http.Client{Transport: headerTransport{headers: headers, base: base}}
+}
+
+// socketSet tracks the sockets of one remote connection so that closing a
+// session with a wedged server (go-sdk waits on its DELETE) can be bounded:
+// closing the sockets fails whatever waits on them.
+type socketSet struct {
+	mu    sync.Mutex
+	conns []net.Conn
+	shut  bool
+}
+
+func (s *socketSet) add(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shut {
+		c.Close()
+		return
+	}
+	s.conns = append(s.conns, c)
+}
+
+// closeAll closes every socket, and any opened later.
+func (s *socketSet) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shut = true
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.conns = nil
 }
 
 type headerTransport struct {

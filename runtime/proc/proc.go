@@ -92,7 +92,7 @@ const (
 type StopObserver func(step string)
 
 // Grace bounds each wait of Stop. A zero field takes its value from
-// DefaultGrace; a negative one means no wait at that step.
+// DefaultGraceStep; a negative one means no wait at that step.
 type Grace struct {
 	// Stdin is how long to wait for the child to exit after stdin closed.
 	Stdin time.Duration
@@ -103,8 +103,8 @@ type Grace struct {
 	Kill time.Duration
 }
 
-// DefaultGrace holds the waits used for zero fields of a Grace.
-var DefaultGrace = Grace{Stdin: 2 * time.Second, Term: 2 * time.Second, Kill: 2 * time.Second}
+// DefaultGraceStep is the wait used for a zero field of a Grace.
+const DefaultGraceStep = 2 * time.Second
 
 func (g Grace) withDefaults() Grace {
 	pick := func(d, def time.Duration) time.Duration {
@@ -117,9 +117,9 @@ func (g Grace) withDefaults() Grace {
 		return d
 	}
 	return Grace{
-		Stdin: pick(g.Stdin, DefaultGrace.Stdin),
-		Term:  pick(g.Term, DefaultGrace.Term),
-		Kill:  pick(g.Kill, DefaultGrace.Kill),
+		Stdin: pick(g.Stdin, DefaultGraceStep),
+		Term:  pick(g.Term, DefaultGraceStep),
+		Kill:  pick(g.Kill, DefaultGraceStep),
 	}
 }
 
