@@ -35,7 +35,8 @@ type RecorderOptions struct {
 	// Logger, when set, receives every event at a level chosen by its kind
 	// (restart failures at ERROR).
 	Logger *slog.Logger
-	// Limit bounds the history kept for Events and Await; 0 keeps everything.
+	// Limit bounds the history kept for Events and Await to the latest
+	// Limit events; 0 keeps everything.
 	Limit int
 }
 
@@ -74,7 +75,9 @@ func (r *Recorder) EmitSession(session, server string, kind Kind, attrs ...Attr)
 	e.Seq = r.seq
 	e.At = r.clock.Since(r.start)
 	r.events = append(r.events, e)
-	if r.limit > 0 && len(r.events) > r.limit {
+	if r.limit > 0 && len(r.events) >= 2*r.limit {
+		// Trim in batches so each emit stays O(1) amortized; the history
+		// holds between limit and 2*limit events.
 		r.events = append(r.events[:0:0], r.events[len(r.events)-r.limit:]...)
 	}
 	close(r.changed)
@@ -99,11 +102,16 @@ func levelOf(k Kind) slog.Level {
 	return slog.LevelDebug
 }
 
-// Events returns a copy of the recorded history.
+// Events returns a copy of the recorded history: every event, or the latest
+// Limit of them when the recorder is bounded.
 func (r *Recorder) Events() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Event(nil), r.events...)
+	evs := r.events
+	if r.limit > 0 && len(evs) > r.limit {
+		evs = evs[len(evs)-r.limit:]
+	}
+	return append([]Event(nil), evs...)
 }
 
 // Last returns the sequence number of the latest event.

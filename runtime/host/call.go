@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcplife/mcplife/runtime/clock"
@@ -123,16 +124,24 @@ func (s *server) callTool(ctx context.Context, name string, args any, started fu
 
 // callOnce makes one attempt. When the call hit its tool timeout it returns
 // the connection it timed out on, so the caller can probe it.
+//
+// The call runs in the caller's goroutine: the watchdog (the tool timeout)
+// and the SDK's padded request deadline are timers on the clock that cancel
+// one request context, and the connection's end cancels it too.
 func (s *server) callOnce(ctx context.Context, name string, args any, started func()) (_ *mcp.CallToolResult, _ error, timedOutOn *connection) {
 	timeout := s.toolTimeout()
 	if d, ok := callTimeout(ctx); ok {
 		timeout = d
 	}
-	var watchdog <-chan time.Time
+	reqCtx, cancelReq := context.WithCancelCause(ctx)
+	defer cancelReq(nil)
+	var timedOut atomic.Bool
 	if timeout > 0 {
-		t := s.rt.clock.NewTimer(timeout)
-		defer t.Stop()
-		watchdog = t.C()
+		wd := s.rt.clock.AfterFunc(timeout, func() {
+			timedOut.Store(true)
+			cancelReq(errWatchdog)
+		})
+		defer wd.Stop()
 	}
 	started()
 	timeoutErr := func(cause error) error {
@@ -148,91 +157,52 @@ func (s *server) callOnce(ctx context.Context, name string, args any, started fu
 		// Waiting for the connection (a deferred tool, or RestartWait)
 		// counts against the timeout too.
 		var err error
-		conn, err = s.awaitConn(ctx, watchdog)
+		conn, err = s.readyConn(reqCtx)
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
 				return nil, aborted(), nil
-			case errors.Is(err, errWatchdog):
+			case timedOut.Load():
 				return nil, timeoutErr(err), nil
 			}
 			return nil, err, nil
 		}
 	}
-
-	// The SDK request deadline is padded so the runtime's watchdog decides
-	// first; it runs on the same clock.
-	reqCtx, cancelReq := context.WithCancelCause(ctx)
-	defer cancelReq(nil)
 	if timeout > 0 {
-		var cancelPad context.CancelFunc
-		reqCtx, cancelPad = clock.WithTimeout(reqCtx, s.rt.clock, time.Duration(float64(timeout)*RequestTimeoutPadding), "request")
-		defer cancelPad()
+		// The SDK request deadline is padded so the watchdog decides
+		// first; both run on the same clock.
+		pad := time.Duration(float64(timeout) * RequestTimeoutPadding)
+		pt := s.rt.clock.AfterFunc(pad, func() { cancelReq(&clock.TimeoutError{What: "request", After: pad}) })
+		defer pt.Stop()
 	}
-	type outcome struct {
-		res *mcp.CallToolResult
-		err error
+	if !s.rt.faults.on(faultNoFailFast) {
+		stop := context.AfterFunc(conn.ctx, func() { cancelReq(context.Cause(conn.ctx)) })
+		defer stop()
 	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := conn.cs.CallTool(reqCtx, &mcp.CallToolParams{Name: name, Arguments: args})
-		done <- outcome{res, err}
-	}()
-	select {
-	case o := <-done:
-		switch {
-		case o.err == nil:
-			return o.res, nil, nil
-		case ctx.Err() != nil:
-			return nil, aborted(), nil
-		case conn.ctx.Err() != nil || isConnectionError(o.err) || !isProtocolError(o.err):
-			if s.rt.faults.on(faultNoFailFast) && watchdog != nil {
-				<-watchdog // defect: wait for the timeout
-				return nil, timeoutErr(o.err), nil
-			}
-			return nil, s.connectionLostError(conn, o.err), nil
-		}
-		return nil, o.err, nil
-	case <-watchdog:
-		cancelReq(errWatchdog)
-		<-done
-		ci := infoOf(ctx)
-		s.emit(event.ToolTimeout, event.String("call", ci.id), event.String("tool", ci.tool), event.Millis("timeout_ms", timeout))
+	res, err := conn.cs.CallTool(reqCtx, &mcp.CallToolParams{Name: name, Arguments: args})
+	switch {
+	case err == nil:
+		return res, nil, nil
+	case timedOut.Load():
+		s.emit(event.ToolTimeout, event.String("call", infoOf(ctx).id), event.String("tool", infoOf(ctx).tool), event.Millis("timeout_ms", timeout))
 		return nil, timeoutErr(nil), conn
-	case <-ctx.Done():
-		cancelReq(context.Cause(ctx))
-		<-done
+	case ctx.Err() != nil:
 		if s.rt.faults.on(faultAbortProbes) {
 			return nil, aborted(), conn
 		}
 		return nil, aborted(), nil
-	case <-connDone(s, conn):
-		cancelReq(context.Cause(conn.ctx))
-		<-done
-		return nil, s.connectionLostError(conn, context.Cause(conn.ctx)), nil
+	case conn.ctx.Err() != nil || isConnectionError(err) || !isProtocolError(err):
+		if s.rt.faults.on(faultNoFailFast) && timeout > 0 {
+			<-reqCtx.Done() // defect: wait for the timeout
+			return nil, timeoutErr(err), nil
+		}
+		return nil, s.connectionLostError(conn, err), nil
 	}
+	return nil, err, nil
 }
 
 // errWatchdog is the cause when a call's tool timeout fired.
 var errWatchdog = errors.New("tool timeout")
-
-// awaitConn waits for a connection until ctx ends or the watchdog fires.
-func (s *server) awaitConn(ctx context.Context, watchdog <-chan time.Time) (*connection, error) {
-	wctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if watchdog != nil {
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			select {
-			case <-watchdog:
-				cancel(errWatchdog)
-			case <-stop:
-			}
-		}()
-	}
-	return s.readyConn(wctx)
-}
 
 func (s *server) connectionLostError(c *connection, cause error) error {
 	if c.ctx.Err() != nil {
@@ -283,14 +253,6 @@ func callID(ctx context.Context) (string, bool) {
 func infoOf(ctx context.Context) callInfo {
 	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
 	return ci
-}
-
-// connDone is the channel that ends a call when its connection is lost.
-func connDone(s *server, c *connection) <-chan struct{} {
-	if s.rt.faults.on(faultNoFailFast) {
-		return nil
-	}
-	return c.ctx.Done()
 }
 
 // restartState reports a restart's state to a caller that will not wait for

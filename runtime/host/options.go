@@ -35,6 +35,7 @@ const (
 	DefaultAcquireTimeout      = 60 * time.Second
 	DefaultListChangedDebounce = 100 * time.Millisecond
 	DefaultMaxResultChars      = 50_000
+	DefaultEventLimit          = 10_000
 	// RequestTimeoutPadding is the factor by which the MCP request deadline
 	// exceeds the tool timeout, so the runtime's own watchdog decides first.
 	RequestTimeoutPadding = 1.5
@@ -109,7 +110,8 @@ type Options struct {
 	NoRetryAfterRestart bool
 	// MaxResultChars is the default result cap (50,000 characters).
 	MaxResultChars int
-	// EventLimit bounds the event history kept in memory; 0 keeps all.
+	// EventLimit bounds the event history kept in memory to the latest
+	// EventLimit events (default 10,000); a negative value keeps all.
 	EventLimit int
 	// Dial overrides how transports are made (tests).
 	Dial Dialer
@@ -124,8 +126,11 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.EventLimit == 0 {
+		o.EventLimit = DefaultEventLimit
+	}
 	if o.Events == nil {
-		o.Events = event.NewRecorder(event.RecorderOptions{Clock: o.Clock, Logger: o.Logger, Limit: o.EventLimit})
+		o.Events = event.NewRecorder(event.RecorderOptions{Clock: o.Clock, Logger: o.Logger, Limit: max(o.EventLimit, 0)})
 	}
 	if o.ConnectConcurrency <= 0 {
 		o.ConnectConcurrency = DefaultConnectConcurrency
