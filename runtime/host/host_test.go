@@ -190,7 +190,7 @@ func TestCallerAbortNeverProbes(t *testing.T) {
 		if !errors.Is(err, ErrAborted) {
 			t.Fatalf("err = %v, want ErrAborted", err)
 		}
-		time.Sleep(10 * time.Second) // fake time inside the bubble
+		advance(10 * time.Second)
 		if n := env.count(event.ProbeStarted, "a"); n != 0 {
 			t.Fatalf("abort probed %d times", n)
 		}

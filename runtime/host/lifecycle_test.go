@@ -60,7 +60,7 @@ func TestStartupGateDeferredFromCache(t *testing.T) {
 			}
 			done <- res.Text
 		}()
-		time.Sleep(time.Second)
+		advance(time.Second)
 		close(release)
 		if got := <-done; !strings.Contains(got, "late") {
 			t.Fatalf("deferred call = %q", got)
@@ -81,7 +81,7 @@ func TestGateWithoutCacheHoldsOrRegistersLate(t *testing.T) {
 			release := make(chan struct{})
 			env.servers["slow"].initWait = release
 			go func() {
-				time.Sleep(2 * time.Second)
+				advance(2 * time.Second)
 				close(release)
 			}()
 			start := time.Now()
@@ -118,7 +118,7 @@ func TestConcurrentSessionsShareOneLaunch(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Second)
+		advance(time.Second)
 		close(env.servers["a"].initWait)
 		wg.Wait()
 		if n := env.servers["a"].launches.Load(); n != 1 {
@@ -173,7 +173,7 @@ func TestCrashLoopBreaker(t *testing.T) {
 		}
 		// After the stability window the step returns to zero.
 		env.await(t, event.Matcher{Kind: event.ServerConnected, Server: "a", Attrs: map[string]string{"attempt": "5"}})
-		time.Sleep(DefaultStabilityWindow + time.Second)
+		advance(DefaultStabilityWindow + time.Second)
 		before := time.Now()
 		m.kill()
 		env.await(t, event.Matcher{Kind: event.ServerConnected, Server: "a", Attrs: map[string]string{"attempt": "1"}})

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/config"
@@ -190,4 +192,12 @@ func checkDocumented(t *testing.T, evs []event.Event) {
 			t.Error(err)
 		}
 	}
+}
+
+// advance moves a synctest bubble's fake time forward by d once every other
+// goroutine of the bubble is blocked. synctest.Wait panics outside a bubble,
+// so this can never become a wall-clock sleep.
+func advance(d time.Duration) {
+	synctest.Wait()
+	time.Sleep(d)
 }

@@ -88,7 +88,7 @@ func TestNoIdleTimeoutKeepsServer(t *testing.T) {
 		env := newMemRuntime(t, map[string]string{"a": ""}, Options{})
 		sess, _ := env.rt.OpenSession(t.Context(), SessionOptions{})
 		sess.Close(t.Context())
-		time.Sleep(24 * time.Hour)
+		advance(24 * time.Hour)
 		if st := env.rt.Status(); st[0].State != StateConnected || st[0].Refs != 0 {
 			t.Fatalf("status after a day unused: %+v", st[0])
 		}
@@ -109,7 +109,7 @@ func TestRestartWaitLetsCallsWait(t *testing.T) {
 			defer func() { <-released }()
 			go func() {
 				defer close(released)
-				time.Sleep(2 * time.Second)
+				advance(2 * time.Second)
 				m.mu.Lock()
 				close(m.initWait)
 				m.initWait = nil

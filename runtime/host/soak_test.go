@@ -55,7 +55,7 @@ func TestSoak(t *testing.T) {
 		for hour := 0; time.Now().Before(end); hour++ {
 			hourEnd := time.Now().Add(time.Hour)
 			for time.Now().Before(hourEnd) {
-				time.Sleep(time.Duration(rng.IntN(60)+1) * time.Second) // virtual time
+				advance(time.Duration(rng.IntN(60)+1) * time.Second)
 				name := "s" + strconv.Itoa(rng.IntN(4))
 				m := env.servers[name]
 				switch r := rng.IntN(10); {
@@ -118,7 +118,7 @@ func TestSoak(t *testing.T) {
 			}
 			m.mu.Unlock()
 		}
-		time.Sleep(10 * time.Minute) // let restarts settle in virtual time
+		advance(10 * time.Minute) // let restarts settle
 		g2, h2 := sample()
 		t.Logf("soak: %d virtual hours, %d calls, %d failed (restart codes), %d over the %v bound (longest %v); goroutines %d -> %d; heap %d KiB -> %d KiB (from mid-run to end)",
 			*soakHours, calls, failures, overdue, bound, longest, g1, g2, h1/1024, h2/1024)
