@@ -58,6 +58,7 @@ func TestMain(m *testing.M) {
 	case "fake-v0":
 		os.Exit(fakeDriver())
 	}
+	// goleak (goroutines) plus a check that no process outlives the tests.
 	proctest.Main(m)
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 )
 
+// TestMain runs the package's own Main: goleak plus the process check.
 func TestMain(m *testing.M) { Main(m) }
 
 // TestOrphanIsSeen starts a shell that leaves a background sleep behind and
