@@ -1,9 +1,7 @@
 package scenarios_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/driver/drivertest"
 	"github.com/mcplife/mcplife/runtime/proctest"
 )
 
@@ -36,7 +35,7 @@ func TestMain(m *testing.M) {
 			quietRaceExit()
 			os.Exit(serveDriver())
 		},
-		"fake-driver-v0": func() { os.Exit(serveFakeDriver()) },
+		"fake-driver-v0": func() { os.Exit(serveCannedOtherVersion()) },
 	})
 }
 
@@ -99,24 +98,11 @@ func serveDriver() int {
 	return 0
 }
 
-// serveFakeDriver answers hello with protocol mcplife-driver/0 and anything
-// else with {} until stdin ends: a driver of another protocol version.
-func serveFakeDriver() int {
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		var req driver.Request
-		if json.Unmarshal(in.Bytes(), &req) != nil {
-			continue
-		}
-		result := json.RawMessage(`{}`)
-		if req.Method == driver.MethodHello {
-			result = json.RawMessage(`{"protocol":"mcplife-driver/0","implementation":{"name":"fake","version":"0"},"capabilities":[],"profiles":[]}`)
-		}
-		b, _ := json.Marshal(driver.Response{Type: driver.TypeResponse, ID: &req.ID, Result: result})
-		os.Stdout.Write(append(b, '\n'))
-		if req.Method == driver.MethodShutdown {
-			return 0
-		}
+// serveCannedOtherVersion is a driver of protocol version mcplife-driver/0.
+func serveCannedOtherVersion() int {
+	if err := drivertest.ServeCanned(os.Stdin, os.Stdout, drivertest.OtherVersion()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return 0
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/driver/drivertest"
 	"github.com/mcplife/mcplife/runtime/host"
 	"github.com/mcplife/mcplife/runtime/proctest"
 	"github.com/mcplife/mcplife/scenarios"
@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(serve(driver.ServeOptions{Capabilities: caps, Profiles: []driver.Profile{driver.ProfileCore}}))
 	case "fake-v0":
-		os.Exit(fakeDriver())
+		os.Exit(exitCode(drivertest.ServeCanned(os.Stdin, os.Stdout, drivertest.OtherVersion())))
 	}
 	// goleak (goroutines) plus a check that no process outlives the tests.
 	proctest.Main(m)
@@ -81,23 +81,6 @@ func serve(opts driver.ServeOptions) int {
 	if err := driver.Serve(context.Background(), os.Stdin, os.Stdout, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
-	}
-	return 0
-}
-
-func fakeDriver() int {
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		var req driver.Request
-		if json.Unmarshal(in.Bytes(), &req) != nil {
-			continue
-		}
-		result := json.RawMessage(`{}`)
-		if req.Method == driver.MethodHello {
-			result = json.RawMessage(`{"protocol":"mcplife-driver/0","implementation":{"name":"fake","version":"0"},"capabilities":[],"profiles":[]}`)
-		}
-		b, _ := json.Marshal(driver.Response{Type: driver.TypeResponse, ID: &req.ID, Result: result})
-		os.Stdout.Write(append(b, '\n'))
 	}
 	return 0
 }
@@ -292,4 +275,13 @@ func TestSplitCommand(t *testing.T) {
 			t.Errorf("splitCommand(%q) succeeded", bad)
 		}
 	}
+}
+
+// exitCode maps a serve error to a process exit code.
+func exitCode(err error) int {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }

@@ -1,0 +1,51 @@
+// Package drivertest provides stand-in drivers for testing harnesses that
+// speak the driver protocol (docs/DRIVER.md).
+package drivertest
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+)
+
+// ServeCanned answers hello with hello and every other request with {},
+// until a shutdown request or the end of in. With a hello of another
+// protocol version it is a driver the harness must reject.
+func ServeCanned(in io.Reader, out io.Writer, hello driver.HelloResult) error {
+	helloJSON, err := json.Marshal(hello)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(out)
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		var req driver.Request
+		if json.Unmarshal(sc.Bytes(), &req) != nil {
+			continue
+		}
+		result := json.RawMessage(`{}`)
+		if req.Method == driver.MethodHello {
+			result = helloJSON
+		}
+		if err := enc.Encode(driver.Response{Type: driver.TypeResponse, ID: &req.ID, Result: result}); err != nil {
+			return err
+		}
+		if req.Method == driver.MethodShutdown {
+			return nil
+		}
+	}
+	return sc.Err()
+}
+
+// OtherVersion is a hello of protocol version mcplife-driver/0, which no
+// current harness accepts.
+func OtherVersion() driver.HelloResult {
+	return driver.HelloResult{
+		Protocol:       "mcplife-driver/0",
+		Implementation: driver.Implementation{Name: "fake", Version: "0"},
+		Capabilities:   []driver.Capability{},
+		Profiles:       []driver.Profile{},
+	}
+}
