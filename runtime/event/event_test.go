@@ -97,3 +97,23 @@ func TestKindsUnique(t *testing.T) {
 		seen[k.Kind] = true
 	}
 }
+
+// TestBoundedHistoryRing: a bounded recorder keeps exactly the latest Limit
+// events, in order, and Await and Count see only those.
+func TestBoundedHistoryRing(t *testing.T) {
+	r := NewRecorder(RecorderOptions{Clock: clocktest.New(), Limit: 3})
+	for i := range 7 {
+		r.Emit("", RestartAttempt, Int("attempt", i+1))
+	}
+	evs := r.Events()
+	if len(evs) != 3 || evs[0].Seq != 5 || evs[1].Seq != 6 || evs[2].Seq != 7 {
+		t.Fatalf("history = %v, want seq 5, 6, 7", evs)
+	}
+	if n := r.Count(Matcher{Kind: RestartAttempt}); n != 3 {
+		t.Fatalf("Count = %d, want 3", n)
+	}
+	e, err := r.Await(context.Background(), 0, Matcher{Kind: RestartAttempt})
+	if err != nil || e.Seq != 5 {
+		t.Fatalf("Await from 0 = %v, %v; want the oldest kept (seq 5)", e, err)
+	}
+}

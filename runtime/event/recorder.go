@@ -23,7 +23,8 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	seq     uint64
-	events  []Event
+	events  []Event // a ring of at most limit events when limit > 0
+	head    int     // index of the oldest event once the ring is full
 	changed chan struct{}
 	subs    map[*subscription]struct{}
 }
@@ -74,12 +75,7 @@ func (r *Recorder) EmitSession(session, server string, kind Kind, attrs ...Attr)
 	r.seq++
 	e.Seq = r.seq
 	e.At = r.clock.Since(r.start)
-	r.events = append(r.events, e)
-	if r.limit > 0 && len(r.events) >= 2*r.limit {
-		// Trim in batches so each emit stays O(1) amortized; the history
-		// holds between limit and 2*limit events.
-		r.events = append(r.events[:0:0], r.events[len(r.events)-r.limit:]...)
-	}
+	r.push(e)
 	close(r.changed)
 	r.changed = make(chan struct{})
 	for s := range r.subs {
@@ -107,11 +103,34 @@ func levelOf(k Kind) slog.Level {
 func (r *Recorder) Events() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	evs := r.events
-	if r.limit > 0 && len(evs) > r.limit {
-		evs = evs[len(evs)-r.limit:]
+	out := make([]Event, 0, len(r.events))
+	r.each(func(e Event) bool {
+		out = append(out, e)
+		return true
+	})
+	return out
+}
+
+// push appends e to the history. A bounded recorder keeps its history in a
+// ring of exactly limit events, so memory stays flat and each emit is O(1).
+// r.mu must be held.
+func (r *Recorder) push(e Event) {
+	if r.limit <= 0 || len(r.events) < r.limit {
+		r.events = append(r.events, e)
+		return
 	}
-	return append([]Event(nil), evs...)
+	r.events[r.head] = e
+	r.head = (r.head + 1) % r.limit
+}
+
+// each calls f on the history in order until f returns false; r.mu must be
+// held.
+func (r *Recorder) each(f func(Event) bool) {
+	for i := range r.events {
+		if !f(r.events[(r.head+i)%len(r.events)]) {
+			return
+		}
+	}
 }
 
 // Last returns the sequence number of the latest event.
@@ -128,13 +147,18 @@ func (r *Recorder) Await(ctx context.Context, after uint64, m Matcher) (Event, e
 	for {
 		r.mu.Lock()
 		ch := r.changed
-		for _, e := range r.events {
+		var found *Event
+		r.each(func(e Event) bool {
 			if e.Seq > after && m.Match(e) {
-				r.mu.Unlock()
-				return e, nil
+				found = &e
+				return false
 			}
-		}
+			return true
+		})
 		r.mu.Unlock()
+		if found != nil {
+			return *found, nil
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -148,11 +172,12 @@ func (r *Recorder) Count(m Matcher) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	for _, e := range r.events {
+	r.each(func(e Event) bool {
 		if m.Match(e) {
 			n++
 		}
-	}
+		return true
+	})
 	return n
 }
 

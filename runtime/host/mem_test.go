@@ -195,9 +195,11 @@ func checkDocumented(t *testing.T, evs []event.Event) {
 }
 
 // advance moves a synctest bubble's fake time forward by d once every other
-// goroutine of the bubble is blocked. synctest.Wait panics outside a bubble,
-// so this can never become a wall-clock sleep.
+// goroutine of the bubble is blocked. It waits on the runtime's own clock
+// abstraction (clock.Real, whose timers inside a bubble are the bubble's
+// fake time); synctest.Wait panics outside a bubble, so this can never become
+// a wall-clock wait.
 func advance(d time.Duration) {
 	synctest.Wait()
-	time.Sleep(d)
+	clock.Sleep(context.Background(), clock.Real{}, d)
 }
