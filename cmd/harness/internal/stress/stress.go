@@ -157,6 +157,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
 	for i := 1; i <= cfg.Runs && ctx.Err() == nil; i++ {
 		res, verdicts := runOnce(ctx, cfg, dir, i, procs, timeout)
+		var failing []string
 		for _, v := range verdicts {
 			row := rows[v.ID]
 			if row == nil {
@@ -168,6 +169,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			case v.Failed:
 				row.Failures++
 				res.Failed++
+				failing = append(failing, v.ID)
 				if row.FirstFailure == "" {
 					row.FirstFailure, row.FirstRun = v.Message, i
 				}
@@ -180,6 +182,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Runs = append(rep.Runs, res)
 		if cfg.Progress != nil {
 			status := fmt.Sprintf("%d passed, %d failed", res.Passed, res.Failed)
+			if len(failing) > 0 {
+				status += " (" + strings.Join(failing, ", ") + ")"
+			}
 			if res.Error != "" {
 				status = "no report: " + res.Error
 			}
