@@ -78,9 +78,13 @@ func (h *H) Now() time.Duration {
 
 // AwaitStopped waits until process pid of server key is gone while the
 // implementation stops it. Each step of a stop announces its wait
-// (process.signaled, the armed-timer rule): with the virtual clock the
-// harness advances to the next pending timer after each announcement, so
-// the stop's grace periods pass however long the implementation makes them.
+// (process.signaled, the armed-timer rule). With the virtual clock the
+// harness then decides from the fixture's own documented behaviour, never
+// from real time passing, whether the step ends the process (and waits for
+// that) or is ignored (and advances to the next pending timer, the step's
+// grace): SIGKILL always ends it; SIGTERM unless MCP_FIXTURE_IGNORE_SIGTERM;
+// closing stdin unless MCP_FIXTURE_IGNORE_STDIN_EOF or the process is
+// wedged in a blocking hang (MCP_FIXTURE_BLOCK_EVENT_LOOP).
 func (h *H) AwaitStopped(key string, pid int) {
 	ginkgo.GinkgoHelper()
 	var after uint64
@@ -102,15 +106,34 @@ func (h *H) AwaitStopped(key string, pid int) {
 			return
 		}
 		after = step.Seq
-		if h.Virtual() {
-			// Give the step's signal a moment to end the process before
-			// the next grace passes.
-			if h.AwaitGoneWithin(pid, 100*time.Millisecond) {
-				return
-			}
-			h.AdvanceToNext()
+		name, _ := step.Get("step")
+		if !h.Virtual() || !h.stepIgnored(key, name) {
+			h.Verify(Process, h.AwaitGone(pid), fmt.Sprintf("the stop step %s ends pid %d", name, pid), "pid %d %s", pid, pick(h.Alive(pid), "still runs", "is gone"))
+			return
 		}
+		h.AdvanceToNext()
 	}
+}
+
+// stepIgnored reports whether the fixture of server key carries on after
+// the stop step named step.
+func (h *H) stepIgnored(key, step string) bool {
+	k := h.knobs[key]
+	switch step {
+	case "SIGKILL":
+		return false
+	case "SIGTERM":
+		return k["MCP_FIXTURE_IGNORE_SIGTERM"] == "1"
+	}
+	if k["MCP_FIXTURE_IGNORE_STDIN_EOF"] == "1" {
+		return true
+	}
+	if k["MCP_FIXTURE_BLOCK_EVENT_LOOP"] != "1" {
+		return false
+	}
+	j := h.readJournal(key)
+	hangs := j.Where("hang-start", "blocking", "true")
+	return len(hangs) > 0 && hangs[len(hangs)-1].Seq > j.Last("hang-end").Seq
 }
 
 // The tolerance bands of real-time timing checks.

@@ -29,8 +29,9 @@ type H struct {
 	lastClient *driver.Client // the previous driver, for diagnostics
 	stderr     *syncBuffer
 
-	journals map[string]string // journal key -> file
-	procs    []*exec.Cmd       // processes the harness itself started
+	journals map[string]string            // journal key -> file
+	knobs    map[string]map[string]string // journal key -> the fixture's environment
+	procs    []*exec.Cmd                  // processes the harness itself started
 	calls    int
 	acquires int
 
@@ -44,7 +45,7 @@ func newH(ctx context.Context, r Requirement, s *state) *H {
 	if err != nil {
 		ginkgo.Fail("making the spec's directory: " + err.Error())
 	}
-	h := &H{ctx: ctx, req: r, s: s, dir: dir, journals: map[string]string{}}
+	h := &H{ctx: ctx, req: r, s: s, dir: dir, journals: map[string]string{}, knobs: map[string]map[string]string{}}
 	for _, d := range []string{"workspace", "home", "journal", "cache"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			ginkgo.Fail(err.Error())

@@ -44,6 +44,7 @@ func (h *H) Fixture(key string, knobs Knobs) Server {
 	maps.Copy(env, h.s.cfg.Fixture.Env)
 	maps.Copy(env, knobs)
 	env["MCP_FIXTURE_JOURNAL"] = h.journalPath(key)
+	h.knobs[key] = env
 	s := Server{"command": h.s.cfg.Fixture.Command, "env": env}
 	if len(h.s.cfg.Fixture.Args) > 0 {
 		s["args"] = h.s.cfg.Fixture.Args

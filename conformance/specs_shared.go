@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/onsi/ginkgo/v2"
 
@@ -428,15 +427,3 @@ var _ = Spec(Requirement{
 	h.restartSchedule("fx", after, 4, []int64{0})
 	h.AwaitJournal("fx", "initialized", 3)
 })
-
-// AwaitGoneWithin waits at most d for pid to be gone.
-func (h *H) AwaitGoneWithin(pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if !h.Alive(pid) {
-			return true
-		}
-		time.Sleep(3 * time.Millisecond)
-	}
-	return !h.Alive(pid)
-}
