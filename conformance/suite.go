@@ -33,7 +33,7 @@ const (
 // Defaults of Config.
 const (
 	DefaultTimeScale       = 0.25
-	DefaultAwaitTimeout    = 15 * time.Second
+	DefaultAwaitTimeout    = 60 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
 )
 

@@ -24,6 +24,10 @@ import (
 // mcplife_faults) for TestTeeth to use instead of building one.
 const harnessEnv = "MCPLIFE_CONFORMANCE_HARNESS"
 
+// skipTeethEnv, when set, skips TestTeeth: a mutation run measures what
+// TestConformance alone kills, without its broken-variant runs.
+const skipTeethEnv = "MCPLIFE_SKIP_TEETH"
+
 // faultsEnv is the variable a mcplife_faults build reads (runtime/host).
 const faultsEnv = "MCPLIFE_FAULTS"
 
@@ -199,11 +203,14 @@ func TestTeeth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the harness and runs the suite once per variant")
 	}
+	if os.Getenv(skipTeethEnv) != "" {
+		t.Skipf("%s is set (.ci/mutation runs the conformance suite alone)", skipTeethEnv)
+	}
 	bin := buildHarness(t)
 	impl := "-impl=" + bin + " driver"
 	// Broken variants make specs wait for what never comes, or drivers that
 	// cannot shut down: bound both tighter than for a real run.
-	limits := []string{"-await-timeout=6s", "-shutdown-timeout=10s"}
+	limits := []string{"-await-timeout=10s", "-shutdown-timeout=20s"}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ const StrictEnv = "MCPLIFE_STRICT"
 
 // Defaults of Options.
 const (
-	DefaultAwaitTimeout    = 10 * time.Second
+	DefaultAwaitTimeout    = 60 * time.Second
 	DefaultShutdownTimeout = 2 * time.Second
 )
 
