@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,11 @@ func FuzzEventJSONL(f *testing.F) {
 			case string:
 				v = jsonStr(x)
 			case float64:
-				if x == math.Trunc(x) && x >= math.MinInt64 && x < math.MaxInt64 {
+				// A whole number comes back as the int64 its JSON text reads.
+				text, _ := json.Marshal(x)
+				if i, err := strconv.ParseInt(string(text), 10, 64); err == nil {
+					v = i
+				} else if x == math.Trunc(x) && x >= math.MinInt64 && x < math.MaxInt64 {
 					v = int64(x)
 				}
 			}
