@@ -70,7 +70,7 @@ func FuzzWrap(f *testing.F) {
 		if !markerPattern().MatchString(text) && body != text {
 			t.Fatalf("text without markers changed: %q -> %q", text, body)
 		}
-		if utf8.ValidString(server+tool+text) && !utf8.ValidString(out) {
+		if utf8.ValidString(text) && !utf8.ValidString(body) || !utf8.ValidString(out[:len(out)-len(body)-len(wrapCloseTag)-1]) {
 			t.Fatalf("valid UTF-8 became invalid: %q", out)
 		}
 		// Neutralizing only rewrites "<" into "&lt;".

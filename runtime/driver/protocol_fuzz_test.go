@@ -26,6 +26,8 @@ var requestSeeds = []string{
 	`{"id":10,"method":"hello","params":{"protocol":"x","extra":1}}`,
 	`{"id":-1,"method":"hello"}`,
 	`{"id":1.5,"method":"hello"}`,
+	`{"id":1.0,"method":"hello"}`,
+	`{"id":1e2,"method":"status"}`,
 	`{"id":"1","method":"hello"}`,
 	`{"id":99999999999999999999,"method":"hello"}`,
 	`{"method":"hello"}`,
