@@ -104,6 +104,11 @@ func checkDoc(t *testing.T, path string, data []byte, level Level, sections [][]
 		if !errors.Is(&d, ErrInvalidConfig) && !errors.Is(&d, ErrMalformedJSON) {
 			t.Fatalf("diagnostic cause %v is neither ErrInvalidConfig nor ErrMalformedJSON", d.Err)
 		}
+		// A server's error names the offending field, unless the whole
+		// entry is wrong.
+		if d.Severity == SeverityError && d.Server != "" && d.Field == "" && !strings.HasPrefix(d.Message, "server entry must be an object") {
+			t.Fatalf("error about server %q names no field: %+v", d.Server, d)
+		}
 	}
 	errorFor := func(name string) bool {
 		for _, d := range diags {
