@@ -1,13 +1,17 @@
 package event
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Event is one lifecycle step.
@@ -79,36 +83,77 @@ func (e Event) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes "at_ms" into At; numbers in Attrs become int64 when
-// they are whole.
+// they are whole (integers exactly, over the whole int64 range), float64
+// otherwise.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	type plain Event
 	var v struct {
 		plain
-		AtMS int64 `json:"at_ms"`
+		Attrs map[string]json.RawMessage `json:"attrs,omitempty"`
+		AtMS  int64                      `json:"at_ms"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
 	*e = Event(v.plain)
 	e.At = time.Duration(v.AtMS) * time.Millisecond
-	for k, a := range e.Attrs {
-		if f, ok := a.(float64); ok && f == float64(int64(f)) {
-			e.Attrs[k] = int64(f)
+	e.Attrs = nil
+	if v.Attrs != nil {
+		e.Attrs = make(map[string]any, len(v.Attrs))
+		for k, raw := range v.Attrs {
+			a, err := decodeAttr(raw)
+			if err != nil {
+				return fmt.Errorf("attrs[%q]: %w", k, err)
+			}
+			e.Attrs[k] = a
 		}
 	}
 	return nil
 }
 
+// decodeAttr decodes one attribute value. Numbers are read from their text,
+// so an int64 beyond 2^53 is not rounded through float64.
+func decodeAttr(raw json.RawMessage) (any, error) {
+	var a any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&a); err != nil {
+		return nil, err
+	}
+	n, ok := a.(json.Number)
+	if !ok {
+		// Not a number: decode again without UseNumber, so that numbers
+		// nested in objects and arrays stay float64 as before.
+		var plain any
+		err := json.Unmarshal(raw, &plain)
+		return plain, err
+	}
+	if i, err := n.Int64(); err == nil {
+		return i, nil
+	}
+	f, err := n.Float64()
+	if err != nil {
+		return nil, err
+	}
+	if f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+		return int64(f), nil
+	}
+	return f, nil
+}
+
 // String formats the event on one line without wall-clock time:
-// "+1.500s server.connected server=a tools=3".
+// "+1.500s server.connected server=a tools=3". A value (or a server, session,
+// kind or key) holding a space, a quote or a character that is not printable
+// (a newline, a control character, invalid UTF-8) is quoted Go-style, so the
+// line stays one line whatever the strings hold; an empty value is "".
 func (e Event) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "+%s %s", formatOffset(e.At), e.Kind)
+	fmt.Fprintf(&b, "+%s %s", formatOffset(e.At), quoteIfNeeded(string(e.Kind)))
 	if e.Server != "" {
-		fmt.Fprintf(&b, " server=%s", e.Server)
+		fmt.Fprintf(&b, " server=%s", quoteIfNeeded(e.Server))
 	}
 	if e.Session != "" {
-		fmt.Fprintf(&b, " session=%s", e.Session)
+		fmt.Fprintf(&b, " session=%s", quoteIfNeeded(e.Session))
 	}
 	keys := make([]string, 0, len(e.Attrs))
 	for k := range e.Attrs {
@@ -116,13 +161,22 @@ func (e Event) String() string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := fmt.Sprint(e.Attrs[k])
-		if strings.ContainsAny(v, " \t\n\"") || v == "" {
-			v = fmt.Sprintf("%q", v)
+		v := quoteIfNeeded(fmt.Sprint(e.Attrs[k]))
+		if v == "" {
+			v = `""`
 		}
-		fmt.Fprintf(&b, " %s=%s", k, v)
+		fmt.Fprintf(&b, " %s=%s", quoteIfNeeded(k), v)
 	}
 	return b.String()
+}
+
+// quoteIfNeeded returns s, or s quoted with %q when it holds a space, a
+// double quote, a non-printable character or invalid UTF-8.
+func quoteIfNeeded(s string) string {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return r == ' ' || r == '"' || !unicode.IsPrint(r) }) >= 0 {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
 }
 
 func formatOffset(d time.Duration) string {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -115,5 +117,32 @@ func TestBoundedHistoryRing(t *testing.T) {
 	e, err := r.Await(context.Background(), 0, Matcher{Kind: RestartAttempt})
 	if err != nil || e.Seq != 5 {
 		t.Fatalf("Await from 0 = %v, %v; want the oldest kept (seq 5)", e, err)
+	}
+}
+
+// Found by FuzzEventJSONL: int64 attributes beyond 2^53 came back rounded
+// through float64, and String() broke its line on a newline or carriage
+// return in a server, session or value.
+func TestJSONLRoundTripExactAndStringOneLine(t *testing.T) {
+	e := Event{Seq: 1, Server: "a\nb", Session: "s\r1", Kind: Kind("server.connected"), Attrs: map[string]any{
+		"big": int64(1<<53 + 1), "max": int64(math.MaxInt64), "min": int64(math.MinInt64),
+		"f": 1.5, "whole": 3.0, "s": "x\ry", "empty": "", "plain": "ok",
+	}}
+	var buf bytes.Buffer
+	if err := WriteJSONL(&buf, []Event{e}); err != nil {
+		t.Fatal(err)
+	}
+	var got Event
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"big": int64(1<<53 + 1), "max": int64(math.MaxInt64), "min": int64(math.MinInt64),
+		"f": 1.5, "whole": int64(3), "s": "x\ry", "empty": "", "plain": "ok"}
+	if !reflect.DeepEqual(got.Attrs, want) {
+		t.Errorf("attrs %#v, want %#v", got.Attrs, want)
+	}
+	s := e.String()
+	if want := `+0.000s server.connected server="a\nb" session="s\r1" big=9007199254740993 empty="" f=1.5 max=9223372036854775807 min=-9223372036854775808 plain=ok s="x\ry" whole=3`; s != want {
+		t.Errorf("String() = %s\nwant        %s", s, want)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -208,8 +209,12 @@ func (c *Cache) Get(server, configHash string) ([]*mcp.Tool, Lookup) {
 // clock's time. Nil entries are dropped. An empty list is never stored:
 // it removes an existing record instead, and invalidated reports whether
 // there was one. The write is atomic; the directory is created (0700) if
-// missing.
+// missing. A server name or config hash that is not valid UTF-8 is refused
+// (JSON could not record it exactly, so the record would never match).
 func (c *Cache) Put(server, configHash string, tools []*mcp.Tool) (invalidated bool, err error) {
+	if !utf8.ValidString(server) || !utf8.ValidString(configHash) {
+		return false, fmt.Errorf("toolcache: record %s: server name or config hash is not valid UTF-8", c.Path(server))
+	}
 	kept := make([]*mcp.Tool, 0, len(tools))
 	for _, t := range tools {
 		if t != nil {

@@ -452,3 +452,17 @@ func TestConfigHash(t *testing.T) {
 		t.Errorf("unmarshalable config hashed")
 	}
 }
+
+// A name or hash JSON cannot record exactly would be written but never read
+// back (found by FuzzPutGet): Put refuses it, and nothing is stored.
+func TestPutRefusesInvalidUTF8(t *testing.T) {
+	c, _ := newCache(t)
+	for _, tc := range []struct{ server, hash string }{{"\xff", "h"}, {"s", "h\xfe"}} {
+		if _, err := c.Put(tc.server, tc.hash, sampleTools()); err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
+			t.Errorf("Put(%q, %q) = %v, want a UTF-8 error", tc.server, tc.hash, err)
+		}
+		if _, l := c.Get(tc.server, tc.hash); l.Reason != ReasonAbsent {
+			t.Errorf("Get(%q, %q) after a refused Put: %+v", tc.server, tc.hash, l)
+		}
+	}
+}
