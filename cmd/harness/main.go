@@ -4,9 +4,10 @@
 //
 // Usage:
 //
-//	harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-v]
+//	harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-v]
 //	harness list
 //	harness conformance [-impl 'CMD'] [flags]
+//	harness timeline [-o FILE] TRACE...
 //	harness driver
 //	harness fixture
 //	harness version
@@ -50,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runList(rest, stdout, stderr)
 	case "conformance":
 		return runConformance(rest, stdout, stderr)
+	case "timeline":
+		return runTimeline(rest, stdout, stderr)
 	case "driver":
 		return runDriver(rest)
 	case "fixture":
@@ -73,6 +76,7 @@ commands:
   run          run the scenario catalog (default: against the reference runtime)
   list         list the scenarios: number, name, description
   conformance  run the conformance suite against an implementation
+  timeline     draw a trace of lifecycle events as an SVG or HTML timeline
   driver       serve the reference runtime over the driver protocol on stdin/stdout
   fixture      run the fixture MCP server (same MCP_FIXTURE_* knobs)
   version      print the harness version

@@ -20,7 +20,7 @@ import (
 	"github.com/mcplife/mcplife/scenarios"
 )
 
-const runUsage = `usage: harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-v] [flags]
+const runUsage = `usage: harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-v] [flags]
 
 Runs the scenario catalog (embedded in this binary; see harness list)
 against the reference runtime in this process, or against the
@@ -45,6 +45,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	strict := fs.Bool("strict", false, "also run the checks guarded by [strict]: known defects of the reference runtime")
 	parallel := fs.Int("parallel", 0, "how many scenarios run at once (default: twice the number of CPUs)")
 	timeout := fs.Duration("timeout", scenarios.DefaultAwaitTimeout, "real-time limit of every wait in a scenario (await, result, ...)")
+	timelineDir := fs.String("timeline", "", "write a timeline of every scenario to `DIR`: NNN-slug.svg, .html and the events as .jsonl")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, runUsage)
@@ -66,6 +67,13 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		},
 		Parallel: *parallel,
 		Verbose:  *verbose,
+	}
+	if *timelineDir != "" {
+		if err := os.MkdirAll(*timelineDir, 0o755); err != nil {
+			fmt.Fprintf(stderr, "harness run: -timeline: %v\n", err)
+			return 2
+		}
+		ro.KeepEvents = true
 	}
 	if *runPattern != "" {
 		re, err := regexp.Compile(*runPattern)
@@ -119,6 +127,13 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "harness run: -json: %v\n", err)
 			return 1
 		}
+	}
+	if *timelineDir != "" {
+		if err := writeTimelines(*timelineDir, rep); err != nil {
+			fmt.Fprintf(stderr, "harness run: -timeline: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "timelines: %s\n", *timelineDir)
 	}
 	if *junitFile != "" {
 		if err := writeJUnitReport(*junitFile, rep); err != nil {
