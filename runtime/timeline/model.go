@@ -121,8 +121,8 @@ type openBar struct {
 
 type serverState struct {
 	process, conn, tools, calls, restart []Bar
-	procMarks, connMarks          []Marker
-	callMarks, restartMarks       []Marker
+	procMarks, connMarks                 []Marker
+	callMarks, restartMarks              []Marker
 
 	procs   map[string]*openBar // by pid
 	procEnd map[string]int      // pid -> index in process of its closed bar
