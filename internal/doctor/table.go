@@ -58,14 +58,25 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 		nameW = max(nameW, utf8.RuneCountInString(s.Name))
 	}
 	nameW = min(nameW, 24)
-	const statusW, typeW, toolsW, connW, trustW = 8, 5, 5, 7, 18
-	fixed := nameW + statusW + typeW + toolsW + connW + trustW + 6*2
-	srcW := max(width-fixed, 10)
+	const statusW, typeW, toolsW, connW = 8, 5, 5, 7
+	trustW := 18
+	fixed := func() int { return nameW + statusW + typeW + toolsW + connW + trustW + 6*2 }
+	// Narrow terminals: shrink the name and trust columns before the
+	// source column drops under 20 characters.
+	for width-fixed() < 20 && (nameW > 12 || trustW > 12) {
+		if nameW > 12 {
+			nameW--
+		}
+		if trustW > 12 && width-fixed() < 20 {
+			trustW--
+		}
+	}
+	srcW := max(width-fixed(), 10)
 	var b strings.Builder
 	row := func(name, status, typ, tools, conn, trust, src string) {
 		line := fmt.Sprintf("%-*s  %-*s  %-*s  %*s  %*s  %-*s  %s",
 			nameW, cut(name, nameW), statusW, status, typeW, typ, toolsW, tools, connW, conn, trustW, cut(trust, trustW), cutLeft(src, srcW))
-		b.WriteString(strings.TrimRight(line, " ") + "\n")
+		b.WriteString(cut(strings.TrimRight(line, " "), width) + "\n")
 	}
 	detail := func(label, text string) {
 		line := "  " + label + " " + strings.ReplaceAll(text, "\n", " ")
@@ -79,7 +90,10 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 		if s.Status == StatusOK {
 			tools = fmt.Sprint(s.Tools)
 		}
-		if s.ConnectMillis >= 0 {
+		switch {
+		case s.ConnectMillis >= 10_000:
+			conn = fmt.Sprintf("%.1fs", float64(s.ConnectMillis)/1000)
+		case s.ConnectMillis >= 0:
 			conn = fmt.Sprintf("%dms", s.ConnectMillis)
 		}
 		typ, trust := s.Transport, s.Trust
