@@ -12,10 +12,12 @@
 package doctor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -85,7 +87,9 @@ const (
 type Server struct {
 	Name     string `json:"name"`
 	Status   string `json:"status"`
-	File     string `json:"file"`
+	File string `json:"file"`
+	// Line is where the definition's name is in File (0 when unknown).
+	Line     int    `json:"line"`
 	Level    string `json:"level"`
 	Provider string `json:"provider"`
 	// Transport is stdio, http or sse ("" for an invalid entry).
@@ -112,9 +116,10 @@ type Server struct {
 	Stderr []string `json:"stderr"`
 }
 
-// Location is a config file and its level.
+// Location is a definition in a config file.
 type Location struct {
 	File  string `json:"file"`
+	Line  int    `json:"line"`
 	Level string `json:"level"`
 }
 
@@ -375,6 +380,14 @@ func build(cfg *config.Result, statuses []host.ServerStatus, evs []event.Event, 
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	lines := newLocator()
+	for _, n := range names {
+		s := byName[n]
+		s.Line = lines.find(s.File, n)
+		for i := range s.Shadowed {
+			s.Shadowed[i].Line = lines.find(s.Shadowed[i].File, n)
+		}
+	}
 	for _, n := range names {
 		s := byName[n]
 		if s.Status == StatusFailed || s.Status == StatusInvalid || s.Status == StatusPending {
@@ -475,7 +488,13 @@ func firstLine(s string) string {
 	return l
 }
 
-// tailLines returns the last n non-empty lines of s.
+// errorLine matches the stderr line that usually says what went wrong.
+var errorLine = regexp.MustCompile(`(?i)error|exception|fatal|cannot|failed|not found|denied`)
+
+// tailLines returns the last n non-empty lines of s. When the tail has no
+// line that looks like an error and an earlier line does (a stack trace
+// after "Error: Cannot find module ..."), the last such line comes first,
+// in place of the oldest tail line.
 func tailLines(s string, n int) []string {
 	var lines []string
 	for _, l := range strings.Split(s, "\n") {
@@ -483,13 +502,52 @@ func tailLines(s string, n int) []string {
 			lines = append(lines, strings.TrimRight(l, "\r"))
 		}
 	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	if len(lines) <= n {
+		if lines == nil {
+			return []string{}
+		}
+		return lines
 	}
-	if lines == nil {
-		return []string{}
+	tail := lines[len(lines)-n:]
+	for _, l := range tail {
+		if errorLine.MatchString(l) {
+			return tail
+		}
 	}
-	return lines
+	for i := len(lines) - n - 1; i >= 0; i-- {
+		if errorLine.MatchString(lines[i]) {
+			return append([]string{lines[i]}, tail[1:]...)
+		}
+	}
+	return tail
+}
+
+// locator finds where a server's name is defined in a config file.
+type locator struct {
+	files map[string][]byte
+}
+
+func newLocator() *locator { return &locator{files: map[string][]byte{}} }
+
+// find returns the 1-based line of the first `"name":` in file, or 0.
+func (l *locator) find(file, name string) int {
+	if file == "" || name == "" {
+		return 0
+	}
+	data, ok := l.files[file]
+	if !ok {
+		data, _ = os.ReadFile(file)
+		l.files[file] = data
+	}
+	re, err := regexp.Compile(`"` + regexp.QuoteMeta(name) + `"\s*:`)
+	if err != nil {
+		return 0
+	}
+	loc := re.FindIndex(data)
+	if loc == nil {
+		return 0
+	}
+	return 1 + bytes.Count(data[:loc[0]], []byte("\n"))
 }
 
 // stderrFromError extracts the "stderr:" section the runtime appends to a

@@ -104,6 +104,9 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 			trust = "-"
 		}
 		src := o.ShortPath(s.File)
+		if s.Line > 0 {
+			src += ":" + fmt.Sprint(s.Line)
+		}
 		if s.Level != "" {
 			src += " (" + s.Level + ")"
 		}
@@ -119,7 +122,11 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 			detail(p.Severity+":", p.String())
 		}
 		for _, sh := range s.Shadowed {
-			detail("shadows:", fmt.Sprintf("%s (%s)", o.ShortPath(sh.File), sh.Level))
+			at := o.ShortPath(sh.File)
+			if sh.Line > 0 {
+				at += ":" + fmt.Sprint(sh.Line)
+			}
+			detail("shadows:", fmt.Sprintf("%s (%s)", at, sh.Level))
 		}
 		for _, c := range s.Collisions {
 			detail("collision:", c)
