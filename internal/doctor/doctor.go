@@ -85,9 +85,9 @@ const (
 
 // Server describes one configured server.
 type Server struct {
-	Name     string `json:"name"`
-	Status   string `json:"status"`
-	File string `json:"file"`
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	File   string `json:"file"`
 	// Line is where the definition's name is in File (0 when unknown).
 	Line     int    `json:"line"`
 	Level    string `json:"level"`
