@@ -110,7 +110,8 @@ type Server struct {
 	// Collisions are tool names this server shares with another server:
 	// "exposed-name: winner server/tool, loser server/tool".
 	Collisions []string `json:"collisions"`
-	// Error is why the server failed or is blocked.
+	// Error is why the server failed or is blocked; for an ok server that
+	// dropped after connecting, what state it is in now.
 	Error string `json:"error,omitempty"`
 	// Stderr holds the last lines of a failed stdio server's stderr.
 	Stderr []string `json:"stderr"`
@@ -339,6 +340,16 @@ func build(cfg *config.Result, statuses []host.ServerStatus, evs []event.Event, 
 		case st.State == host.StateConnected:
 			s.Status = StatusOK
 			s.Tools = st.Tools
+		case fo.done && !fo.failed:
+			// Connected, then dropped before the report was taken (a
+			// server that exits after the handshake): the connect worked;
+			// -watch shows what follows.
+			s.Status = StatusOK
+			s.Tools = fo.tools
+			s.Error = fmt.Sprintf("connected, then %s", st.State)
+			if st.Error != "" {
+				s.Error += ": " + firstLine(st.Error)
+			}
 		case st.State == host.StateBlocked:
 			s.Status = StatusBlocked
 			s.Error = st.Error
@@ -403,6 +414,7 @@ type outcome struct {
 	done        bool
 	failed      bool
 	millis      int64
+	tools       int
 	err, stderr string
 }
 
@@ -423,6 +435,9 @@ func firstOutcomes(evs []event.Event, byName map[string]*Server) map[string]outc
 		case event.ServerConnected, event.ServerFailed:
 			if at, ok := started[e.Server]; ok {
 				o := outcome{done: true, failed: e.Kind == event.ServerFailed, millis: (e.At - at).Milliseconds()}
+				if n, ok := e.Attrs["tools"].(int64); ok {
+					o.tools = int(n)
+				}
 				o.err, _ = e.Get("error")
 				o.stderr, _ = e.Get("stderr")
 				out[e.Server] = o

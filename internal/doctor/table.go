@@ -111,7 +111,10 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 			src += " (" + s.Level + ")"
 		}
 		row(s.Name, s.Status, typ, tools, conn, trust, src)
-		if s.Error != "" && s.Status != StatusInvalid {
+		switch {
+		case s.Error != "" && s.Status == StatusOK:
+			detail("note:", s.Error)
+		case s.Error != "" && s.Status != StatusInvalid:
 			detail("error:", s.Error)
 		}
 		for _, l := range s.Stderr {
