@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,7 +19,7 @@ import (
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
-const doctorUsage = `usage: harness doctor [-config FILE ...] [-trust] [-json] [-watch] [flags]
+const doctorUsage = `usage: harness doctor [-config FILE ...] [-trust] [-json] [-watch] [-events FILE] [flags]
 
 Connects every configured MCP server through the reference runtime and
 prints one table: name, status, transport, tool count, connect time, trust
@@ -34,7 +35,8 @@ With -config, only the files given are read, as user-level config.
 
 -watch keeps the servers up after the table and streams their lifecycle
 events (exits, restarts, backoff, probes, tool list changes) until
-interrupted (Ctrl-C), then stops them all.
+interrupted (Ctrl-C), then stops them all. -events FILE saves every
+lifecycle event for harness timeline FILE.
 
 Exit status: 0 when every server connected (or is disabled or blocked), 1
 when a server failed or was rejected or a config file is broken, 2 for bad
@@ -75,6 +77,7 @@ func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writ
 	timeout := fs.Duration("timeout", 0, "connect timeout of every server (default: each server's, 30s)")
 	width := fs.Int("width", 0, "terminal width (default: $COLUMNS, else 100)")
 	stderrLines := fs.Int("stderr-lines", 5, "stderr lines shown for a failed server")
+	eventsFile := fs.String("events", "", "write every lifecycle event to `FILE` (JSON lines) when done, for harness timeline")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, doctorUsage)
@@ -124,12 +127,33 @@ func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "harness doctor: %v\n", err)
 		return 2
 	}
-	defer func() {
+	closed := false
+	closeAll := func() {
+		if closed {
+			return
+		}
+		closed = true
 		// Stop every server; a hung one is killed after the stop grace.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		d.Close(cctx)
-	}()
+	}
+	defer closeAll()
+	writeEvents := func(code int) int {
+		if *eventsFile == "" {
+			return code
+		}
+		closeAll() // the teardown belongs in the trace
+		var b bytes.Buffer
+		if err := event.WriteJSONL(&b, d.Events()); err == nil {
+			err = os.WriteFile(*eventsFile, b.Bytes(), 0o644)
+			if err != nil {
+				fmt.Fprintf(stderr, "harness doctor: -events: %v\n", err)
+				return 1
+			}
+		}
+		return code
+	}
 	rep := d.Report()
 	if *asJSON {
 		b, err := json.MarshalIndent(rep, "", "  ")
@@ -146,7 +170,7 @@ func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writ
 		code = 1
 	}
 	if !*watch {
-		return code
+		return writeEvents(code)
 	}
 	if !*asJSON {
 		fmt.Fprintln(stdout, "watching lifecycle events; Ctrl-C stops every server and exits")
@@ -171,5 +195,5 @@ func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writ
 	if !*asJSON {
 		fmt.Fprintln(stdout, "stopping the servers")
 	}
-	return code
+	return writeEvents(code)
 }

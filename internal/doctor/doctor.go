@@ -259,6 +259,10 @@ func Watched(k event.Kind) bool {
 	return false
 }
 
+// Events returns every lifecycle event recorded so far (at most the
+// runtime's event limit, the latest ones), on the real clock from Start.
+func (d *Doctor) Events() []event.Event { return d.rt.Events().Events() }
+
 // Close stops every server and waits until nothing is left running.
 func (d *Doctor) Close(ctx context.Context) error {
 	if d.sess != nil {
