@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/timeline"
@@ -202,6 +203,36 @@ func TestFormatDuration(t *testing.T) {
 	for ms, want := range map[int64]string{0: "0s", 250: "250ms", 1500: "1.5s", 60_000: "1m", 90_000: "1m30s", 237_000: "3m57s"} {
 		if got := timeline.FormatDuration(msDur(ms)); got != want {
 			t.Errorf("FormatDuration(%dms) = %q, want %q", ms, got, want)
+		}
+	}
+}
+
+// BenchmarkSVG renders a 10,000-event trace: the restart-backoff trace
+// repeated, each copy shifted after the previous one.
+func BenchmarkSVG(b *testing.B) {
+	f, err := os.Open(filepath.Join("testdata", "restart-backoff.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	base, err := timeline.ReadEvents(f)
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	span := base[len(base)-1].At + msDur(1000)
+	var evs []event.Event
+	for i := 0; len(evs) < 10_000; i++ {
+		for _, e := range base {
+			e.At += time.Duration(i) * span
+			e.Seq = uint64(len(evs) + 1)
+			evs = append(evs, e)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := timeline.WriteSVG(io.Discard, evs, timeline.Options{}); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
