@@ -171,6 +171,9 @@ func cmdStart(s *state, _ bool, args []string) {
 		// A second run in the same script (after shutdown): the agent
 		// restarted, e.g. to find what an earlier run left in the tool
 		// cache.
+		if s.run.opts.KeepEvents {
+			s.earlier = s.allEvents()
+		}
 		s.virtualDone += s.lastNow
 		s.client, s.hello, s.closed, s.lastNow = nil, nil, false, 0
 		s.marks = map[string]uint64{}

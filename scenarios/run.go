@@ -16,6 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/event"
 )
 
 // UpdateEnv is the environment variable that, set to a non-empty value, makes
@@ -60,6 +61,9 @@ type Options struct {
 	// OnScript, when set, is called at the end of every script with what
 	// it covered.
 	OnScript func(ScriptResult)
+	// KeepEvents hands every script's lifecycle events to OnScript
+	// (ScriptResult.Events) and RunCatalog's results, for timelines.
+	KeepEvents bool
 }
 
 // ScriptResult is what one script covered.
@@ -73,6 +77,10 @@ type ScriptResult struct {
 	// External tells that the implementation ran behind a separate driver
 	// process.
 	External bool
+	// Events are the lifecycle events of every run of the implementation
+	// in the script, on one virtual time axis; only with
+	// Options.KeepEvents.
+	Events []event.Event
 }
 
 // runConfig is the shared configuration of one run.
@@ -246,7 +254,11 @@ func (rc *runConfig) finish(s *state, t testscript.T, name string) {
 		}
 	}
 	if rc.opts.OnScript != nil {
-		rc.opts.OnScript(ScriptResult{Name: name, Virtual: s.virtualDone + s.lastNow, Checks: s.checks, External: len(rc.opts.Driver) > 0})
+		sr := ScriptResult{Name: name, Virtual: s.virtualDone + s.lastNow, Checks: s.checks, External: len(rc.opts.Driver) > 0}
+		if rc.opts.KeepEvents {
+			sr.Events = s.allEvents()
+		}
+		rc.opts.OnScript(sr)
 	}
 	if len(problems) > 0 && !failed {
 		t.Log("FAIL: " + strings.Join(problems, "\nFAIL: "))

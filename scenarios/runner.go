@@ -17,6 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/event"
 )
 
 // ErrNoMatch is returned by RunCatalog when no scenario matches.
@@ -61,6 +62,9 @@ type Result struct {
 	// Log is the scenario's log: the commands run, their output and, on
 	// failure, the trace and journal tails.
 	Log string
+	// Events are the scenario's lifecycle events on its virtual time axis
+	// (only with Options.KeepEvents).
+	Events []event.Event
 }
 
 // Report is the outcome of a run.
@@ -363,7 +367,7 @@ func (t *runT) done() {
 	}
 	t.r.mu.Lock()
 	if c, ok := t.r.covered[t.name]; ok {
-		res.Virtual, res.Checks = c.Virtual, c.Checks
+		res.Virtual, res.Checks, res.Events = c.Virtual, c.Checks, c.Events
 	}
 	t.r.results = append(t.r.results, res)
 	t.r.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -43,12 +44,15 @@ type state struct {
 	// virtualDone sums the final clock offsets of earlier runs of the
 	// implementation in this script.
 	virtualDone time.Duration
-	checks      int
-	pending     map[string]*bgRequest
-	marks       map[string]uint64
-	updates     map[string]string // golden section -> new content
-	served      map[string]*served
-	printedAt   int // the checks count when tails were last printed
+	// earlier holds the events of earlier runs of the implementation in
+	// this script, shifted by their virtualDone (Options.KeepEvents).
+	earlier   []event.Event
+	checks    int
+	pending   map[string]*bgRequest
+	marks     map[string]uint64
+	updates   map[string]string // golden section -> new content
+	served    map[string]*served
+	printedAt int // the checks count when tails were last printed
 }
 
 // bgRequest is a request sent with "&" whose outcome is collected later.
@@ -337,6 +341,23 @@ func (s *state) shutdown() (left []string, err error) {
 		}
 	}
 	return left, err
+}
+
+// allEvents returns the events of every run of the implementation in this
+// script, each run's offsets shifted by the virtual time of the runs
+// before it, renumbered from 1.
+func (s *state) allEvents() []event.Event {
+	out := slices.Clone(s.earlier)
+	if s.client != nil {
+		for _, e := range s.client.Events() {
+			e.At += s.virtualDone
+			out = append(out, e)
+		}
+	}
+	for i := range out {
+		out[i].Seq = uint64(i + 1)
+	}
+	return out
 }
 
 // stop kills a served fixture and waits for it.

@@ -4,9 +4,11 @@
 //
 // Usage:
 //
-//	harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-v]
+//	harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-v]
 //	harness list
 //	harness conformance [-impl 'CMD'] [flags]
+//	harness doctor [-config FILE ...] [-trust] [-json] [-watch]
+//	harness timeline [-o FILE] TRACE...
 //	harness driver
 //	harness mutation-report [-survivors] [-json] DIR
 //	harness fixture
@@ -51,6 +53,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runList(rest, stdout, stderr)
 	case "conformance":
 		return runConformance(rest, stdout, stderr)
+	case "doctor":
+		return runDoctor(rest, stdout, stderr)
+	case "timeline":
+		return runTimeline(rest, stdout, stderr)
 	case "driver":
 		return runDriver(rest)
 	case "mutation-report":
@@ -76,6 +82,8 @@ commands:
   run          run the scenario catalog (default: against the reference runtime)
   list         list the scenarios: number, name, description
   conformance  run the conformance suite against an implementation
+  doctor       connect every configured MCP server and report what is wrong
+  timeline     draw a trace of lifecycle events as an SVG or HTML timeline
   driver       serve the reference runtime over the driver protocol on stdin/stdout
   mutation-report  print the mutation scores of a .ci/mutation results directory
   fixture      run the fixture MCP server (same MCP_FIXTURE_* knobs)

@@ -20,7 +20,7 @@ import (
 	"github.com/mcplife/mcplife/scenarios"
 )
 
-const runUsage = `usage: harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-v] [flags]
+const runUsage = `usage: harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-v] [flags]
 
 Runs the scenario catalog (embedded in this binary; see harness list)
 against the reference runtime in this process, or against the
@@ -47,6 +47,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", scenarios.DefaultAwaitTimeout, "real-time limit of every wait in a scenario (await, result, ...)")
 	var sf stressFlags
 	sf.register(fs)
+	timelineDir := fs.String("timeline", "", "write a timeline of every scenario to `DIR`: NNN-slug.svg, .html and the events as .jsonl")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, runUsage)
@@ -71,6 +72,13 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		},
 		Parallel: *parallel,
 		Verbose:  *verbose,
+	}
+	if *timelineDir != "" {
+		if err := os.MkdirAll(*timelineDir, 0o755); err != nil {
+			fmt.Fprintf(stderr, "harness run: -timeline: %v\n", err)
+			return 2
+		}
+		ro.KeepEvents = true
 	}
 	if *runPattern != "" {
 		re, err := regexp.Compile(*runPattern)
@@ -124,6 +132,13 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "harness run: -json: %v\n", err)
 			return 1
 		}
+	}
+	if *timelineDir != "" {
+		if err := writeTimelines(*timelineDir, rep); err != nil {
+			fmt.Fprintf(stderr, "harness run: -timeline: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "timelines: %s\n", *timelineDir)
 	}
 	if *junitFile != "" {
 		if err := writeJUnitReport(*junitFile, rep); err != nil {

@@ -34,6 +34,9 @@ type Options struct {
 	Files []File
 	// Inline servers, by name, rank above everything (Level inline).
 	Inline map[string]json.RawMessage
+	// OnlyFiles reads Inline and Files only: no project or user file is
+	// discovered (a tool checking the files it was given uses it).
+	OnlyFiles bool
 }
 
 // File is a config file given explicitly by the embedding host.
@@ -220,7 +223,7 @@ func sources(opts Options, res *Result) ([]source, error) {
 	}
 
 	project := ""
-	if opts.ProjectDir != "" {
+	if opts.ProjectDir != "" && !opts.OnlyFiles {
 		abs, err := filepath.Abs(opts.ProjectDir)
 		if err != nil {
 			return nil, fmt.Errorf("config: project dir: %w", err)
@@ -228,7 +231,9 @@ func sources(opts Options, res *Result) ([]source, error) {
 		project = abs
 	}
 	home := opts.HomeDir
-	if home == "" {
+	if opts.OnlyFiles {
+		home = ""
+	} else if home == "" {
 		h, err := os.UserHomeDir()
 		if err != nil {
 			res.Diagnostics = append(res.Diagnostics, Diagnostic{

@@ -464,3 +464,30 @@ func TestDiscoverDefaultHome(t *testing.T) {
 		t.Errorf("servers %s", serverNames(res.Servers))
 	}
 }
+
+// TestDiscoverOnlyFiles checks that OnlyFiles reads the given files and no
+// project or user file, even when ProjectDir and HomeDir are set.
+func TestDiscoverOnlyFiles(t *testing.T) {
+	d := newDirs(t)
+	writeJSON(t, filepath.Join(d.project, ".mcp.json"), map[string]any{"mcpServers": map[string]any{"proj": map[string]any{"command": "p"}}})
+	writeJSON(t, filepath.Join(d.home, ".claude.json"), map[string]any{"mcpServers": map[string]any{"user": map[string]any{"command": "u"}}})
+	writeJSON(t, d.extra, map[string]any{"mcpServers": map[string]any{"given": map[string]any{"command": "g"}}})
+	opts := d.opts()
+	opts.Files = []File{{Path: d.extra, Level: LevelUser}, {Path: d.extra, Level: LevelUser}}
+	opts.OnlyFiles = true
+	res, err := Discover(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := serverNames(res.Servers); got != "given" || len(res.Shadowed) != 0 || len(res.Diagnostics) != 0 {
+		t.Errorf("servers %s, shadowed %v, diagnostics %v", got, res.Shadowed, res.Diagnostics)
+	}
+	opts.OnlyFiles = false
+	res, err = Discover(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := serverNames(res.Servers); got != "given,proj,user" {
+		t.Errorf("without OnlyFiles: servers %s", got)
+	}
+}

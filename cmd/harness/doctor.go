@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcplife/mcplife/internal/doctor"
+	"github.com/mcplife/mcplife/runtime/event"
+)
+
+const doctorUsage = `usage: harness doctor [-config FILE ...] [-trust] [-json] [-watch] [-events FILE] [flags]
+
+Connects every configured MCP server through the reference runtime and
+prints one table: name, status, transport, tool count, connect time, trust
+decision and source file (level), with the details of each server under
+it: validation problems as file:line:col: field: message, the definitions
+it shadows, tool name collisions, and the error and last stderr lines of a
+server that failed. One broken server never hides the others.
+
+Without -config, the servers come from the runtime's discovery rules
+(docs/LIFECYCLE.md, runtime/config): project files under -dir (default:
+the current directory) and user files under -home (default: your home).
+With -config, only the files given are read, as user-level config.
+
+-watch keeps the servers up after the table and streams their lifecycle
+events (exits, restarts, backoff, probes, tool list changes) until
+interrupted (Ctrl-C), then stops them all. -events FILE saves every
+lifecycle event for harness timeline FILE.
+
+Exit status: 0 when every server connected (or is disabled or blocked), 1
+when a server failed or was rejected or a config file is broken, 2 for bad
+usage.
+
+flags:
+`
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return fmt.Sprint(*l) }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// runDoctor implements `harness doctor`; SIGINT or SIGTERM ends -watch.
+func runDoctor(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// A closed stdout (harness doctor -watch | head) must end the watch
+	// and stop the servers, not kill the harness with SIGPIPE.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+	return runDoctorContext(ctx, args, stdout, stderr)
+}
+
+// runDoctorContext is runDoctor with the context that ends -watch.
+func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("harness doctor", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var files stringList
+	fs.Var(&files, "config", "check this config `FILE` instead of discovering (repeatable; earlier files win)")
+	dir := fs.String("dir", "", "project directory for discovery (default: the current directory)")
+	home := fs.String("home", "", "home directory for user-level discovery (default: $HOME)")
+	trust := fs.Bool("trust", false, "trust the workspace: connect project-level stdio servers too")
+	asJSON := fs.Bool("json", false, "print the report as JSON (schema "+doctor.Schema+"); with -watch, then one event per line")
+	watch := fs.Bool("watch", false, "keep the servers up and stream lifecycle events until interrupted")
+	timeout := fs.Duration("timeout", 0, "connect timeout of every server (default: each server's, 30s)")
+	width := fs.Int("width", 0, "terminal width (default: $COLUMNS, else 100)")
+	stderrLines := fs.Int("stderr-lines", 5, "stderr lines shown for a failed server")
+	eventsFile := fs.String("events", "", "write every lifecycle event to `FILE` (JSON lines) when done, for harness timeline")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, doctorUsage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return 0
+		}
+		fmt.Fprintf(stderr, "harness doctor: %v (harness doctor -h lists the flags)\n", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "harness doctor: unexpected argument %q (config files go after -config)\n", fs.Arg(0))
+		return 2
+	}
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness doctor: -config %s: %v\n", f, err)
+			return 2
+		}
+		if st.IsDir() {
+			fmt.Fprintf(stderr, "harness doctor: -config %s: is a directory, want a JSON config file\n", f)
+			return 2
+		}
+	}
+	cwd, _ := os.Getwd()
+	if *dir == "" {
+		*dir = cwd
+	}
+	homeDir := *home
+	if homeDir == "" {
+		homeDir, _ = os.UserHomeDir()
+	}
+	w := *width
+	if w <= 0 {
+		if c, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && c > 0 {
+			w = c
+		}
+	}
+	opts := doctor.Options{Files: files, ProjectDir: *dir, HomeDir: homeDir, Trusted: *trust,
+		ConnectTimeout: *timeout, StderrLines: *stderrLines}
+	if !*asJSON {
+		fmt.Fprintln(stderr, "harness doctor: connecting the configured servers...")
+	}
+	d, err := doctor.Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness doctor: %v\n", err)
+		return 2
+	}
+	closed := false
+	closeAll := func() {
+		if closed {
+			return
+		}
+		closed = true
+		// Stop every server; a hung one is killed after the stop grace.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		d.Close(cctx)
+	}
+	defer closeAll()
+	writeEvents := func(code int) int {
+		if *eventsFile == "" {
+			return code
+		}
+		closeAll() // the teardown belongs in the trace
+		var b bytes.Buffer
+		if err := event.WriteJSONL(&b, d.Events()); err == nil {
+			err = os.WriteFile(*eventsFile, b.Bytes(), 0o644)
+			if err != nil {
+				fmt.Fprintf(stderr, "harness doctor: -events: %v\n", err)
+				return 1
+			}
+		}
+		return code
+	}
+	rep := d.Report()
+	if *asJSON {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			fmt.Fprintf(stderr, "harness doctor: %v\n", err)
+			return 1
+		}
+		stdout.Write(append(b, '\n'))
+	} else {
+		doctor.WriteTable(stdout, rep, doctor.TableOptions{Width: w, Dir: cwd, Home: homeDir})
+	}
+	code := 0
+	if rep.Failed > 0 {
+		code = 1
+	}
+	if !*watch {
+		return writeEvents(code)
+	}
+	if !*asJSON {
+		fmt.Fprintln(stdout, "watching lifecycle events; Ctrl-C stops every server and exits")
+	}
+	var mu sync.Mutex
+	enc := json.NewEncoder(stdout)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.Watch(wctx, func(e event.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		var err error
+		if *asJSON {
+			err = enc.Encode(e)
+		} else {
+			_, err = fmt.Fprintln(stdout, doctor.WatchLine(e, w))
+		}
+		if err != nil {
+			cancel() // nobody reads the stream any more
+		}
+	})
+	if !*asJSON {
+		fmt.Fprintln(stdout, "stopping the servers")
+	}
+	return writeEvents(code)
+}

@@ -1,0 +1,199 @@
+package doctor
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mcplife/mcplife/runtime/event"
+)
+
+// TableOptions says how WriteTable lays the report out.
+type TableOptions struct {
+	// Width is the terminal width; every line fits in it (default 100,
+	// at least 60).
+	Width int
+	// Dir and Home shorten paths: files under Dir are shown relative to
+	// it, files under Home as ~/...; "" disables each.
+	Dir, Home string
+}
+
+func (o TableOptions) width() int {
+	switch {
+	case o.Width <= 0:
+		return 100
+	case o.Width < 60:
+		return 60
+	}
+	return o.Width
+}
+
+// ShortPath shortens a config path for display.
+func (o TableOptions) ShortPath(p string) string {
+	if p == "" {
+		return "(inline)"
+	}
+	if o.Dir != "" {
+		if rel, err := filepath.Rel(o.Dir, p); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	if o.Home != "" {
+		if rel, err := filepath.Rel(o.Home, p); err == nil && !strings.HasPrefix(rel, "..") {
+			return filepath.Join("~", rel)
+		}
+	}
+	return p
+}
+
+// WriteTable prints the report as a table, one row per server with its
+// details indented under it, then the problems that belong to no server
+// and a summary line.
+func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
+	width := o.width()
+	nameW := len("SERVER")
+	for _, s := range rep.Servers {
+		nameW = max(nameW, utf8.RuneCountInString(s.Name))
+	}
+	nameW = min(nameW, 24)
+	const statusW, typeW, toolsW, connW = 8, 5, 5, 7
+	trustW := 18
+	fixed := func() int { return nameW + statusW + typeW + toolsW + connW + trustW + 6*2 }
+	// Narrow terminals: shrink the name and trust columns before the
+	// source column drops under 20 characters.
+	for width-fixed() < 20 && (nameW > 12 || trustW > 12) {
+		if nameW > 12 {
+			nameW--
+		}
+		if trustW > 12 && width-fixed() < 20 {
+			trustW--
+		}
+	}
+	srcW := max(width-fixed(), 10)
+	var b strings.Builder
+	row := func(name, status, typ, tools, conn, trust, src string) {
+		line := fmt.Sprintf("%-*s  %-*s  %-*s  %*s  %*s  %-*s  %s",
+			nameW, cut(name, nameW), statusW, status, typeW, typ, toolsW, tools, connW, conn, trustW, cut(trust, trustW), cutLeft(src, srcW))
+		b.WriteString(cut(strings.TrimRight(line, " "), width) + "\n")
+	}
+	detail := func(label, text string) {
+		line := "  " + label + " " + strings.ReplaceAll(text, "\n", " ")
+		b.WriteString(cut(line, width) + "\n")
+	}
+	row("SERVER", "STATUS", "TYPE", "TOOLS", "CONNECT", "TRUST", "SOURCE")
+	counts := map[string]int{}
+	for _, s := range rep.Servers {
+		counts[s.Status]++
+		tools, conn := "-", "-"
+		if s.Status == StatusOK {
+			tools = fmt.Sprint(s.Tools)
+		}
+		switch {
+		case s.ConnectMillis >= 10_000:
+			conn = fmt.Sprintf("%.1fs", float64(s.ConnectMillis)/1000)
+		case s.ConnectMillis >= 0:
+			conn = fmt.Sprintf("%dms", s.ConnectMillis)
+		}
+		typ, trust := s.Transport, s.Trust
+		if typ == "" {
+			typ = "-"
+		}
+		if trust == "" {
+			trust = "-"
+		}
+		src := o.ShortPath(s.File)
+		if s.Line > 0 {
+			src += ":" + fmt.Sprint(s.Line)
+		}
+		if s.Level != "" {
+			src += " (" + s.Level + ")"
+		}
+		row(s.Name, s.Status, typ, tools, conn, trust, src)
+		switch {
+		case s.Error != "" && s.Status == StatusOK:
+			detail("note:", s.Error)
+		case s.Error != "" && s.Status != StatusInvalid:
+			detail("error:", s.Error)
+		}
+		for _, l := range s.Stderr {
+			detail("stderr|", l)
+		}
+		for _, p := range s.Problems {
+			p.File = o.ShortPath(p.File)
+			detail(p.Severity+":", p.String())
+		}
+		for _, sh := range s.Shadowed {
+			at := o.ShortPath(sh.File)
+			if sh.Line > 0 {
+				at += ":" + fmt.Sprint(sh.Line)
+			}
+			detail("shadows:", fmt.Sprintf("%s (%s)", at, sh.Level))
+		}
+		for _, c := range s.Collisions {
+			detail("collision:", c)
+		}
+	}
+	if len(rep.Problems) > 0 {
+		b.WriteString("config problems outside any server:\n")
+		for _, p := range rep.Problems {
+			p.File = o.ShortPath(p.File)
+			detail(p.Severity+":", p.String())
+		}
+	}
+	var parts []string
+	for _, st := range []string{StatusOK, StatusFailed, StatusInvalid, StatusBlocked, StatusDisabled, StatusPending} {
+		if counts[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
+		}
+	}
+	summary := fmt.Sprintf("%d servers", len(rep.Servers))
+	if len(parts) > 0 {
+		summary += ": " + strings.Join(parts, ", ")
+	}
+	if counts[StatusBlocked] > 0 {
+		summary += " (-trust connects blocked project servers)"
+	}
+	b.WriteString(cut(summary, width) + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WatchLine formats a lifecycle event for -watch: offset, kind, server and
+// the short attributes, cut to width.
+func WatchLine(e event.Event, width int) string {
+	if width <= 0 {
+		width = 100
+	}
+	var b strings.Builder
+	ms := e.At.Milliseconds()
+	fmt.Fprintf(&b, "%4d.%03ds  %-22s %s", ms/1000, ms%1000, e.Kind, e.Server)
+	for _, k := range []string{"attempt", "reason", "delay_ms", "next_delay_ms", "tools", "pid", "status", "planned", "step", "method", "healthy", "idle_ms", "policy", "error"} {
+		if v, ok := e.Get(k); ok && v != "" {
+			if k == "error" {
+				v = firstLine(v)
+			}
+			fmt.Fprintf(&b, " %s=%s", k, v)
+		}
+	}
+	return cut(b.String(), width)
+}
+
+// cut shortens s to n characters, ending in "…" when cut.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// cutLeft shortens s to n characters keeping its end, starting with "…".
+func cutLeft(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return "…" + string(r[len(r)-n+1:])
+}
