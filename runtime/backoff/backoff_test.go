@@ -1,6 +1,7 @@
 package backoff
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -47,5 +48,25 @@ func TestByName(t *testing.T) {
 	}
 	if _, err := ByName("sometimes", nil); err == nil {
 		t.Fatal("unknown policy accepted")
+	}
+}
+
+// TestByNameKeepsDefaultsWithoutDelays: an empty delay list (a server with
+// no "restartDelays") keeps the policy's own delays. A mutation run found
+// that no test covered it: "> 0" mutated to ">= 0" emptied every policy.
+func TestByNameKeepsDefaultsWithoutDelays(t *testing.T) {
+	for _, want := range []Policy{RelentlessPolicy(), OncePolicy(), BoundedPolicy()} {
+		for _, delays := range [][]time.Duration{nil, {}} {
+			p, err := ByName(want.Name, delays)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(p.Delays, want.Delays) || p.Repeat != want.Repeat {
+				t.Errorf("ByName(%q, %v) = %+v, want the defaults %+v", want.Name, delays, p, want)
+			}
+			if d, ok := p.Delay(0); !ok || d != want.Delays[0] {
+				t.Errorf("ByName(%q, %v).Delay(0) = %v, %v", want.Name, delays, d, ok)
+			}
+		}
 	}
 }
