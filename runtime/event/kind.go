@@ -8,7 +8,7 @@ package event
 
 import (
 	"fmt"
-	"strings"
+	"slices"
 )
 
 // Kind is the stable dotted name of a lifecycle step.
@@ -165,21 +165,27 @@ func Kinds() []KindInfo {
 	}
 }
 
-// CheckDocumented reports an error when e's kind is not in the vocabulary or
-// e carries an attribute its kind does not document. Tests run it over every
-// event they record, so the documented vocabulary stays true.
+// CheckDocumented reports an error when e's kind is not in the vocabulary,
+// e carries an attribute its kind does not document, or an attribute's value
+// has the wrong type or is outside its documented values (see Attributes).
+// Tests run it over every event they record, so the documented vocabulary
+// stays true.
 func CheckDocumented(e Event) error {
 	for _, k := range Kinds() {
 		if k.Kind != e.Kind {
 			continue
 		}
-		allowed := map[string]bool{}
-		for _, a := range strings.Split(k.Attrs, ",") {
-			allowed[strings.TrimSpace(a)] = true
+		attrs, err := Attributes(k.Kind)
+		if err != nil {
+			return err
 		}
-		for a := range e.Attrs {
-			if !allowed[a] {
-				return fmt.Errorf("event %s carries attribute %q, which the vocabulary does not document (documented: %s)", e.Kind, a, k.Attrs)
+		for name, v := range e.Attrs {
+			i := slices.IndexFunc(attrs, func(a AttrInfo) bool { return a.Name == name })
+			if i < 0 {
+				return fmt.Errorf("event %s carries attribute %q, which the vocabulary does not document (documented: %s)", e.Kind, name, k.Attrs)
+			}
+			if err := attrs[i].check(v); err != nil {
+				return fmt.Errorf("event %s: %w", e.Kind, err)
 			}
 		}
 		return nil
