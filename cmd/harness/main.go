@@ -8,6 +8,7 @@
 //	harness list
 //	harness conformance [-impl 'CMD'] [flags]
 //	harness driver
+//	harness driver-check -impl 'CMD' [-json] [-timeout D]
 //	harness fixture
 //	harness version
 //
@@ -52,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runConformance(rest, stdout, stderr)
 	case "driver":
 		return runDriver(rest)
+	case "driver-check":
+		return runDriverCheck(rest, stdout, stderr)
 	case "fixture":
 		return fixture.Main()
 	case "version":
@@ -74,6 +77,7 @@ commands:
   list         list the scenarios: number, name, description
   conformance  run the conformance suite against an implementation
   driver       serve the reference runtime over the driver protocol on stdin/stdout
+  driver-check check a driver's handshake and basic requests before running the suite
   fixture      run the fixture MCP server (same MCP_FIXTURE_* knobs)
   version      print the harness version
 `)
