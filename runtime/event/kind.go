@@ -178,10 +178,9 @@ func CheckDocumented(e Event) error {
 		if k.Kind != e.Kind {
 			continue
 		}
-		attrs, err := Attributes(k.Kind)
-		if err != nil {
-			return err
-		}
+		// An attribute without a documented type is checked by name only;
+		// the documentation test reports the missing type.
+		attrs, _ := Attributes(k.Kind)
 		var errs []error
 		for _, name := range slices.Sorted(maps.Keys(e.Attrs)) {
 			i := slices.IndexFunc(attrs, func(a AttrInfo) bool { return a.Name == name })
