@@ -71,7 +71,9 @@ func hasProblem(rep checkReport, step, pointer, text string) bool {
 
 func TestDriverCheckReference(t *testing.T) {
 	t.Setenv(roleEnv, "cli")
-	code, out, errs := harness(t, "driver-check", "-impl", exe(t)+" driver")
+	// A generous bound: it only matters when something is broken, and a
+	// race-enabled reference driver on a loaded machine can be slow.
+	code, out, errs := harness(t, "driver-check", "-timeout", "60s", "-impl", exe(t)+" driver")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -80,7 +82,7 @@ func TestDriverCheckReference(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
 	}
-	code, out, _ = harness(t, "driver-check", "-json", "-impl", exe(t)+" driver")
+	code, out, _ = harness(t, "driver-check", "-json", "-timeout", "60s", "-impl", exe(t)+" driver")
 	rep := checkJSON(t, out)
 	if code != 0 || !rep.OK || len(rep.Problems) != 0 || len(rep.Steps) != 8 {
 		t.Errorf("exit %d, report %+v", code, rep)

@@ -149,3 +149,35 @@ func TestWorkedExample(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusAsDocumented checks what section 5 of docs/DRIVER.md says about
+// status: the source of an inline server, and one entry per private server
+// whatever the number of sessions holding it.
+func TestStatusAsDocumented(t *testing.T) {
+	c := inProcess(t)
+	ctx := testCtx(t)
+	private := testServer(t, nil)
+	var m map[string]any
+	if err := json.Unmarshal(private, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["shared"] = false
+	private, _ = json.Marshal(m)
+	started(t, c, ClockReal, map[string]json.RawMessage{"p": private}, nil)
+	st := statusOf(t, c, "p")
+	if st.Source != (Source{File: "", Level: "inline", Provider: "inline"}) || st.State != "disconnected" || st.Refs != 0 {
+		t.Errorf("status of an unheld inline private server = %+v", st)
+	}
+	for _, s := range []string{"s1", "s2"} {
+		if _, err := c.OpenSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Name != "p" || list[0].Refs != 1 {
+		t.Errorf("status with two sessions holding a private server = %+v, want one entry with refs 1", list)
+	}
+}
