@@ -103,7 +103,12 @@ func runDriverCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "harness driver-check: %v\n", err)
 		return 1
 	}
-	rep := checkDriver(context.Background(), argv, *impl, fixture, dir, *helloTimeout, *timeout)
+	var progress io.Writer
+	if !*asJSON {
+		progress = stdout
+		printCheckHeader(stdout, *impl)
+	}
+	rep := checkDriver(context.Background(), argv, *impl, fixture, dir, *helloTimeout, *timeout, progress)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -156,10 +161,12 @@ type checker struct {
 	caps        map[driver.Capability]bool
 	stopped     string // why the remaining steps cannot run, or ""
 	exited      bool   // the driver's output ended
+	// progress, when not nil, is shown each step as it ends.
+	progress io.Writer
 }
 
 // checkDriver starts the driver argv and runs every step.
-func checkDriver(ctx context.Context, argv []string, impl, fixture, dir string, helloTimeout, timeout time.Duration) *checkReport {
+func checkDriver(ctx context.Context, argv []string, impl, fixture, dir string, helloTimeout, timeout time.Duration, progress io.Writer) *checkReport {
 	rep := &checkReport{Impl: impl, Protocol: driver.ProtocolVersion, Steps: []checkStep{}, Problems: []checkProblem{}}
 	v, err := driver.NewValidator()
 	if err != nil {
@@ -172,12 +179,21 @@ func checkDriver(ctx context.Context, argv []string, impl, fixture, dir string, 
 		rep.Problems = append(rep.Problems, checkProblem{Step: "setup", Message: fmt.Sprintf("cannot start the driver: %v", err)})
 		return rep
 	}
-	k := &checker{c: c, root: ctx, timeout: helloTimeout, stepTimeout: timeout, rep: rep, caps: map[driver.Capability]bool{},
+	k := &checker{c: c, root: ctx, timeout: helloTimeout, stepTimeout: timeout, rep: rep, progress: progress, caps: map[driver.Capability]bool{},
 		lc: &lineChecker{v: v, methods: map[int64]string{}}}
 	k.run(fixture, dir)
 	rep.Stderr = errTail.String()
 	rep.OK = len(rep.Problems) == 0
 	return rep
+}
+
+// record adds a step's outcome to the report and shows it on the progress
+// writer, if any.
+func (k *checker) record(st checkStep) {
+	k.rep.Steps = append(k.rep.Steps, st)
+	if k.progress != nil {
+		printStep(k.progress, st)
+	}
 }
 
 func (k *checker) problem(step, format string, args ...any) {
@@ -217,7 +233,7 @@ func (k *checker) explain(what string, err error) string {
 // with fatal set stops the remaining steps when it fails.
 func (k *checker) step(name string, fatal bool, f func(ctx context.Context) (string, error)) bool {
 	if k.stopped != "" {
-		k.rep.Steps = append(k.rep.Steps, checkStep{Name: name, Status: "skip", Detail: "not run: " + k.stopped})
+		k.record(checkStep{Name: name, Status: "skip", Detail: "not run: " + k.stopped})
 		return false
 	}
 	ctx, cancel := context.WithTimeout(k.root, k.timeout)
@@ -237,12 +253,12 @@ func (k *checker) step(name string, fatal bool, f func(ctx context.Context) (str
 	if !k.collect(name) {
 		st.Status = "fail"
 	}
-	k.rep.Steps = append(k.rep.Steps, st)
+	k.record(st)
 	return err == nil
 }
 
 func (k *checker) skip(name, why string) {
-	k.rep.Steps = append(k.rep.Steps, checkStep{Name: name, Status: "skip", Detail: why})
+	k.record(checkStep{Name: name, Status: "skip", Detail: why})
 }
 
 // errCheck is a step failure that is a finding, not a transport error.
@@ -432,7 +448,7 @@ func (k *checker) shutdown(pids []int) {
 		st.Status = "fail"
 	}
 	st.ElapsedMs = time.Since(start).Milliseconds()
-	k.rep.Steps = append(k.rep.Steps, st)
+	k.record(st)
 }
 
 // processGoneWithin reports whether pid is gone, polling until ctx ends.
@@ -462,13 +478,18 @@ func echoTool(tools []driver.Tool) string {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// printCheckReport prints rep for a terminal.
+func printCheckHeader(w io.Writer, impl string) {
+	fmt.Fprintf(w, "driver-check: %s (protocol %s)\n", impl, driver.ProtocolVersion)
+}
+
+func printStep(w io.Writer, s checkStep) {
+	status := map[string]string{"ok": "ok  ", "fail": "FAIL", "skip": "skip"}[s.Status]
+	fmt.Fprintf(w, "  %s  %-15s %s\n", status, s.Name, s.Detail)
+}
+
+// printCheckReport prints the problems of rep and the verdict for a
+// terminal; the header and the steps were shown as the check ran.
 func printCheckReport(w io.Writer, rep *checkReport) {
-	fmt.Fprintf(w, "driver-check: %s (protocol %s)\n", rep.Impl, rep.Protocol)
-	for _, s := range rep.Steps {
-		status := map[string]string{"ok": "ok  ", "fail": "FAIL", "skip": "skip"}[s.Status]
-		fmt.Fprintf(w, "  %s  %-15s %s\n", status, s.Name, s.Detail)
-	}
 	if len(rep.Problems) > 0 {
 		fmt.Fprintf(w, "\n%d problem(s):\n", len(rep.Problems))
 		for i, p := range rep.Problems {
