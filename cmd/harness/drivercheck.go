@@ -413,8 +413,15 @@ func (k *checker) run(fixture, dir string) {
 func (k *checker) shutdown(pids []int) {
 	for _, e := range k.c.Events() {
 		if e.Kind == event.ProcessStarted {
-			if v, ok := e.Attrs["pid"].(float64); ok && v > 0 {
-				pids = append(pids, int(v))
+			switch v := e.Attrs["pid"].(type) {
+			case int64:
+				if v > 0 {
+					pids = append(pids, int(v))
+				}
+			case float64:
+				if v > 0 {
+					pids = append(pids, int(v))
+				}
 			}
 		}
 	}
@@ -451,12 +458,20 @@ func (k *checker) shutdown(pids []int) {
 	k.record(st)
 }
 
-// processGoneWithin reports whether pid is gone, polling until ctx ends.
+// leftoverGrace is how long a server process may take to disappear after
+// its driver exited: the driver answers shutdown only once its servers are
+// stopped, so this covers only a kill still being delivered.
+const leftoverGrace = time.Second
+
+// processGoneWithin reports whether pid is gone (or a zombie), polling
+// for at most leftoverGrace and until ctx ends.
 func processGoneWithin(ctx context.Context, pid int) bool {
+	ctx, cancel := context.WithTimeout(ctx, leftoverGrace)
+	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if processGone(pid) {
 			return true
 		}
 		select {
@@ -465,6 +480,23 @@ func processGoneWithin(ctx context.Context, pid int) bool {
 		case <-tick.C:
 		}
 	}
+}
+
+// processGone reports whether pid no longer runs: it does not exist, or it
+// is a zombie waiting to be reaped.
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] == 'Z'
+	}
+	return false
 }
 
 func echoTool(tools []driver.Tool) string {

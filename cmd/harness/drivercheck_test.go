@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -18,7 +19,10 @@ import (
 //     capability and a profile without its capabilities, emits a badly
 //     numbered event with undocumented attributes, answers the unknown
 //     method with a result and never answers start;
-//   - check-crash writes to stderr and exits 3 without answering.
+//   - check-crash writes to stderr and exits 3 without answering;
+//   - check-leaky starts the inline server (told to survive stdin EOF),
+//     reports it in process.started, and exits at shutdown without
+//     stopping it.
 func serveCheckStandIn(role string) int {
 	switch role {
 	case "check-canned":
@@ -47,6 +51,8 @@ func serveCheckStandIn(role string) int {
 	case "check-crash":
 		fmt.Fprintln(os.Stderr, "Error: Cannot find module '@modelcontextprotocol/sdk'")
 		return 3
+	case "check-leaky":
+		return exitCode(serveLeaky())
 	}
 	return 2
 }
@@ -192,5 +198,48 @@ func TestSchemaPointer(t *testing.T) {
 		if ptr != tc.ptr || msg != tc.msg {
 			t.Errorf("schemaPointer(%q) = %q, %q; want %q, %q", tc.in, ptr, msg, tc.ptr, tc.msg)
 		}
+	}
+}
+
+func serveLeaky() error {
+	return drivertest.ServeFunc(os.Stdin, os.Stdout, func(req driver.Request) []string {
+		switch req.Method {
+		case driver.MethodHello:
+			return []string{drivertest.Response(req.ID, `{"protocol":"mcplife-driver/1","implementation":{"name":"leaky","version":"0"},"capabilities":["startup-gate"],"profiles":[]}`)}
+		case driver.MethodStart:
+			var p driver.StartParams
+			var srv struct {
+				Command string `json:"command"`
+			}
+			if json.Unmarshal(req.Params, &p) != nil || json.Unmarshal(p.Inline["fixture"], &srv) != nil {
+				return []string{`{"type":"response","id":` + fmt.Sprint(req.ID) + `,"error":{"code":"bad_request","message":"no fixture"}}`}
+			}
+			cmd := exec.Command(srv.Command)
+			cmd.Env = []string{"MCP_FIXTURE_IGNORE_STDIN_EOF=1"}
+			if err := cmd.Start(); err != nil {
+				return []string{`{"type":"response","id":` + fmt.Sprint(req.ID) + `,"error":{"code":"failed","message":"cannot start"}}`}
+			}
+			ev := fmt.Sprintf(`{"type":"event","event":{"seq":1,"at_ms":0,"server":"fixture","kind":"process.started","attrs":{"pid":%d,"command":%q}}}`, cmd.Process.Pid, srv.Command)
+			return []string{ev, drivertest.Response(req.ID, `{}`)}
+		case driver.MethodSessionOpen:
+			return []string{drivertest.Response(req.ID, `{"report":{"ready":["fixture"],"failed":[],"deferred":[],"late":[],"errors":{},"elapsedMs":0}}`)}
+		case driver.MethodToolsList:
+			return []string{drivertest.Response(req.ID, `{"tools":[]}`)}
+		case "driver-check.no-such-method":
+			return []string{`{"type":"response","id":` + fmt.Sprint(req.ID) + `,"error":{"code":"unknown_method","message":"no"}}`}
+		}
+		return []string{drivertest.Response(req.ID, `{}`)}
+	})
+}
+
+func TestDriverCheckLeftoverProcess(t *testing.T) {
+	t.Setenv(roleEnv, "check-leaky")
+	code, out, errs := harness(t, "driver-check", "-json", "-timeout", "60s", "-impl", exe(t))
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	rep := checkJSON(t, out)
+	if !hasProblem(rep, "shutdown", "", "was still running after the driver exited (killed it)") {
+		t.Errorf("no leftover-process problem in %+v", rep.Problems)
 	}
 }

@@ -58,7 +58,7 @@ func TestMain(m *testing.M) {
 		os.Exit(serve(driver.ServeOptions{Capabilities: caps, Profiles: []driver.Profile{driver.ProfileCore}}))
 	case "fake-v0":
 		os.Exit(exitCode(drivertest.ServeCanned(os.Stdin, os.Stdout, drivertest.OtherVersion())))
-	case "check-canned", "check-bad", "check-crash":
+	case "check-canned", "check-bad", "check-crash", "check-leaky":
 		os.Exit(serveCheckStandIn(os.Getenv(roleEnv)))
 	}
 	// goleak (goroutines) plus a check that no process outlives the tests.
