@@ -44,6 +44,9 @@ func TestCatalogue(t *testing.T) {
 	if err := docsection.Check(conformanceMD, "teeth", teethMarkdown()); err != nil {
 		t.Error(err)
 	}
+	if err := docsection.Check("../docs/DRIVER.md", DocSectionPrerequisites, PrerequisitesMarkdown()); err != nil {
+		t.Error(err)
+	}
 }
 
 // teethMarkdown renders the teeth table for docs/CONFORMANCE.md.

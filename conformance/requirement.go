@@ -190,6 +190,69 @@ func CatalogueJSON() []byte {
 	return b.Bytes()
 }
 
+// extraNeeds returns, for profile p, each capability some of its
+// requirements need beyond the profile's own, with the ids needing it, in
+// first-use order.
+func extraNeeds(p driver.Profile) (caps []driver.Capability, ids map[driver.Capability][]string) {
+	ids = map[driver.Capability][]string{}
+	for _, r := range Requirements() {
+		if r.Profile != p {
+			continue
+		}
+		for _, c := range r.Needs {
+			if _, seen := ids[c]; !seen {
+				caps = append(caps, c)
+			}
+			ids[c] = append(ids[c], r.ID)
+		}
+	}
+	return caps, ids
+}
+
+// alsoNeeded renders the extra capabilities of profile p as a sentence
+// (with a leading space), or "".
+func alsoNeeded(p driver.Profile) string {
+	caps, ids := extraNeeds(p)
+	if len(caps) == 0 {
+		return ""
+	}
+	parts := make([]string, len(caps))
+	for i, c := range caps {
+		parts[i] = fmt.Sprintf("`%s` (%s)", c, strings.Join(ids[c], ", "))
+	}
+	return " Some requirements also need " + strings.Join(parts, ", ") + "; without it they are not applicable."
+}
+
+// DocSectionPrerequisites names the generated section of docs/DRIVER.md that
+// holds PrerequisitesMarkdown.
+const DocSectionPrerequisites = "profile-prerequisites"
+
+// PrerequisitesMarkdown renders, for docs/DRIVER.md, the capabilities each
+// profile needs: those it requires and those only some of its requirements
+// need.
+func PrerequisitesMarkdown() string {
+	var b strings.Builder
+	b.WriteString("<!-- Rendered from the requirements in conformance/*.go; do not edit by hand. -->\n\n")
+	b.WriteString("| Profile | Requires (claim rejected without) | Also needed by some requirements (not applicable without) |\n|---|---|---|\n")
+	for _, p := range driver.Profiles() {
+		req := make([]string, len(p.Requires))
+		for i, c := range p.Requires {
+			req[i] = "`" + string(c) + "`"
+		}
+		caps, ids := extraNeeds(p.Name)
+		also := "—"
+		if len(caps) > 0 {
+			parts := make([]string, len(caps))
+			for i, c := range caps {
+				parts[i] = fmt.Sprintf("`%s`: %s", c, strings.Join(ids[c], ", "))
+			}
+			also = strings.Join(parts, "; ")
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.Name, strings.Join(req, ", "), also)
+	}
+	return b.String()
+}
+
 // CatalogueMarkdown renders the requirements section of docs/CONFORMANCE.md.
 func CatalogueMarkdown() string {
 	var b strings.Builder
@@ -214,7 +277,7 @@ func CatalogueMarkdown() string {
 		for i, c := range p.Requires {
 			caps[i] = "`" + string(c) + "`"
 		}
-		fmt.Fprintf(&b, "Requires %s. Covers %s.\n\n", strings.Join(caps, ", "), p.Covers)
+		fmt.Fprintf(&b, "Requires %s.%s Covers %s.\n\n", strings.Join(caps, ", "), alsoNeeded(p.Name), p.Covers)
 		b.WriteString("| ID | Level | Requirement | Area | Source |\n|---|---|---|---|---|\n")
 		for _, r := range list {
 			if r.Profile != p.Name {

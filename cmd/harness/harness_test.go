@@ -26,7 +26,8 @@ import (
 // "cli" runs the harness CLI (so `<test binary> driver` is `harness
 // driver`), "broken" a reference driver whose runtime caps results at 10
 // characters, "limited" a reference driver that does not announce
-// trust-gate, "fake-v0" a driver of protocol mcplife-driver/0.
+// trust-gate, "fake-v0" a driver of protocol mcplife-driver/0; the
+// "check-*" roles are broken stand-ins for driver-check (drivercheck_test.go).
 const roleEnv = "HARNESS_TEST_ROLE"
 
 func TestMain(m *testing.M) {
@@ -57,6 +58,8 @@ func TestMain(m *testing.M) {
 		os.Exit(serve(driver.ServeOptions{Capabilities: caps, Profiles: []driver.Profile{driver.ProfileCore}}))
 	case "fake-v0":
 		os.Exit(exitCode(drivertest.ServeCanned(os.Stdin, os.Stdout, drivertest.OtherVersion())))
+	case "check-canned", "check-bad", "check-crash", "check-leaky":
+		os.Exit(serveCheckStandIn(os.Getenv(roleEnv)))
 	}
 	// goleak (goroutines) plus a check that no process outlives the tests.
 	proctest.Main(m)

@@ -10,6 +10,7 @@
 //	harness doctor [-config FILE ...] [-trust] [-json] [-watch]
 //	harness timeline [-o FILE] TRACE...
 //	harness driver
+//	harness driver-check -impl 'CMD' [-json] [-timeout D]
 //	harness mutation-report [-survivors] [-json] DIR
 //	harness fixture
 //	harness version
@@ -59,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runTimeline(rest, stdout, stderr)
 	case "driver":
 		return runDriver(rest)
+	case "driver-check":
+		return runDriverCheck(rest, stdout, stderr)
 	case "mutation-report":
 		return runMutationReport(rest, stdout, stderr)
 	case "fixture":
@@ -85,6 +88,7 @@ commands:
   doctor       connect every configured MCP server and report what is wrong
   timeline     draw a trace of lifecycle events as an SVG or HTML timeline
   driver       serve the reference runtime over the driver protocol on stdin/stdout
+  driver-check check a driver's handshake and basic requests before running the suite
   mutation-report  print the mutation scores of a .ci/mutation results directory
   fixture      run the fixture MCP server (same MCP_FIXTURE_* knobs)
   version      print the harness version

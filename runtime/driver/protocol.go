@@ -1,14 +1,3 @@
-// Package driver defines the language-neutral driver protocol through which
-// the harness (scenarios, the conformance suite) drives an MCP-client
-// implementation under test, and provides both sides of it: Serve, the
-// reference driver that puts runtime/host behind the protocol, and Client,
-// the harness side.
-//
-// The protocol is JSON lines over the driver's stdin and stdout. The harness
-// sends one request per line; the driver answers each request with one
-// response line and streams event, call_result and acquire_result lines as
-// things happen. docs/DRIVER.md is the specification; the JSON Schemas of
-// every message are embedded in this package (see Schema and Validator).
 package driver
 
 import (

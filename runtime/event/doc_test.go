@@ -66,3 +66,40 @@ func TestEveryKindListed(t *testing.T) {
 		}
 	}
 }
+
+// TestAttributesDocumented checks that every attribute of every kind has a
+// documented type, and that the event table of docs/DRIVER.md is rendered
+// from the vocabulary.
+func TestAttributesDocumented(t *testing.T) {
+	body, err := AttributeSection()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := docsection.Check("../../docs/DRIVER.md", DocSectionAttributes, body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckDocumentedTypesAndValues(t *testing.T) {
+	for _, tc := range []struct {
+		e    Event
+		okay bool
+	}{
+		{Event{Kind: ToolCallFinished, Attrs: map[string]any{"call": "c", "tool": "t", "outcome": "ok", "code": ""}}, true},
+		{Event{Kind: ToolCallFinished, Attrs: map[string]any{"outcome": "success"}}, false},
+		{Event{Kind: ToolCallFinished, Attrs: map[string]any{"call": int64(1)}}, false},
+		{Event{Kind: ProcessExited, Attrs: map[string]any{"pid": int64(7), "status": "killed by SIGKILL", "planned": true}}, true},
+		{Event{Kind: ProcessExited, Attrs: map[string]any{"pid": "7"}}, false},
+		{Event{Kind: ProcessExited, Attrs: map[string]any{"planned": "yes"}}, false},
+		{Event{Kind: CacheMiss, Attrs: map[string]any{"reason": "corrupt: /x: bad"}}, true},
+		{Event{Kind: ProcessSignaled, Attrs: map[string]any{"pid": float64(3), "step": "SIGHUP"}}, false},
+		{Event{Kind: ToolInjectionSignal, Attrs: map[string]any{"tool": "t", "signals": "mode-switch,chatml-system"}}, true},
+		{Event{Kind: ToolInjectionSignal, Attrs: map[string]any{"signals": "mode-switch,evil"}}, false},
+		{Event{Kind: ToolTimeout, Attrs: map[string]any{"timeout_ms": 1.5}}, false},
+	} {
+		err := CheckDocumented(tc.e)
+		if (err == nil) != tc.okay {
+			t.Errorf("%s %v: got %v, want ok=%v", tc.e.Kind, tc.e.Attrs, err, tc.okay)
+		}
+	}
+}

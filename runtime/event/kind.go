@@ -7,8 +7,10 @@
 package event
 
 import (
+	"errors"
 	"fmt"
-	"strings"
+	"maps"
+	"slices"
 )
 
 // Kind is the stable dotted name of a lifecycle step.
@@ -165,24 +167,32 @@ func Kinds() []KindInfo {
 	}
 }
 
-// CheckDocumented reports an error when e's kind is not in the vocabulary or
-// e carries an attribute its kind does not document. Tests run it over every
-// event they record, so the documented vocabulary stays true.
+// CheckDocumented reports an error when e's kind is not in the vocabulary,
+// e carries an attribute its kind does not document, or an attribute's value
+// has the wrong type or is outside its documented values (see Attributes);
+// it reports every problem of e, in attribute order.
+// Tests run it over every event they record, so the documented vocabulary
+// stays true.
 func CheckDocumented(e Event) error {
 	for _, k := range Kinds() {
 		if k.Kind != e.Kind {
 			continue
 		}
-		allowed := map[string]bool{}
-		for _, a := range strings.Split(k.Attrs, ",") {
-			allowed[strings.TrimSpace(a)] = true
-		}
-		for a := range e.Attrs {
-			if !allowed[a] {
-				return fmt.Errorf("event %s carries attribute %q, which the vocabulary does not document (documented: %s)", e.Kind, a, k.Attrs)
+		// An attribute without a documented type is checked by name only;
+		// the documentation test reports the missing type.
+		attrs, _ := Attributes(k.Kind)
+		var errs []error
+		for _, name := range slices.Sorted(maps.Keys(e.Attrs)) {
+			i := slices.IndexFunc(attrs, func(a AttrInfo) bool { return a.Name == name })
+			if i < 0 {
+				errs = append(errs, fmt.Errorf("event %s carries attribute %q, which the vocabulary does not document (documented: %s)", e.Kind, name, k.Attrs))
+				continue
+			}
+			if err := attrs[i].check(e.Attrs[name]); err != nil {
+				errs = append(errs, fmt.Errorf("event %s: %w", e.Kind, err))
 			}
 		}
-		return nil
+		return errors.Join(errs...)
 	}
 	return fmt.Errorf("event kind %q is not in the vocabulary", e.Kind)
 }

@@ -1,14 +1,3 @@
-// Package host is the reference MCP lifecycle runtime: a Runtime per process
-// holds one pool of MCP server connections, and a Session per agent session
-// exposes their tools.
-//
-// The runtime discovers server configs, connects them in parallel under a
-// concurrency cap, returns from session start at a bounded startup gate with
-// cached deferred tools for slow servers, and keeps tools alive when servers
-// hang, crash or exit: tool timeouts run a health probe and restart only when
-// it fails, unexpected exits restart at once, and restarts follow a per-server
-// backoff policy with a crash-loop breaker. Every wait runs on the injected
-// clock and every step emits an event.
 package host
 
 import (

@@ -5,6 +5,7 @@ package drivertest
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 
 	"github.com/mcplife/mcplife/runtime/driver"
@@ -37,6 +38,36 @@ func ServeCanned(in io.Reader, out io.Writer, hello driver.HelloResult) error {
 		}
 	}
 	return sc.Err()
+}
+
+// ServeFunc is a scripted stand-in driver: for each request line it writes
+// the lines answer returns (each followed by a newline, written as given, so
+// they may be deliberately malformed), until a shutdown request has been
+// answered or in ends. Lines that are not JSON requests are ignored. It
+// lets tests build drivers that break the protocol in a chosen way.
+func ServeFunc(in io.Reader, out io.Writer, answer func(req driver.Request) []string) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var req driver.Request
+		if json.Unmarshal(sc.Bytes(), &req) != nil {
+			continue
+		}
+		for _, l := range answer(req) {
+			if _, err := io.WriteString(out, l+"\n"); err != nil {
+				return err
+			}
+		}
+		if req.Method == driver.MethodShutdown {
+			return nil
+		}
+	}
+	return sc.Err()
+}
+
+// Response returns the line of a response to id with result (any JSON).
+func Response(id int64, result string) string {
+	return fmt.Sprintf(`{"type":"response","id":%d,"result":%s}`, id, result)
 }
 
 // OtherVersion is a hello of protocol version mcplife-driver/0, which no

@@ -36,3 +36,21 @@ func TestServeCanned(t *testing.T) {
 		t.Fatalf("status response %s", lines[1])
 	}
 }
+
+func TestServeFunc(t *testing.T) {
+	in := strings.NewReader(`{"id":1,"method":"hello"}` + "\n" + "garbage\n" + `{"id":2,"method":"shutdown"}` + "\n" + `{"id":3,"method":"status"}` + "\n")
+	var out bytes.Buffer
+	err := ServeFunc(in, &out, func(req driver.Request) []string {
+		if req.Method == driver.MethodHello {
+			return []string{"not json", Response(req.ID, `{"x":1}`)}
+		}
+		return []string{Response(req.ID, `{}`)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "not json\n" + `{"type":"response","id":1,"result":{"x":1}}` + "\n" + `{"type":"response","id":2,"result":{}}` + "\n"
+	if out.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

@@ -1,0 +1,76 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FieldInfo documents one field of a server entry in a config file.
+type FieldInfo struct {
+	// Name is the JSON key ("auth.type" for a key nested in "auth").
+	Name string
+	// Type is the JSON type the field must have.
+	Type string
+	// Default is the value used when the field is absent (or null).
+	Default string
+	// Meaning says what the field does.
+	Meaning string
+	// OnBad is what a bad value does: "error" skips the server, "warning"
+	// keeps it and uses the default.
+	OnBad string
+}
+
+// The OnBad values of FieldInfo.
+const (
+	OnBadError   = "error"
+	OnBadWarning = "warning"
+)
+
+// Fields returns every field of a server entry that Parse reads, in
+// documentation order. A test checks the list against the keys parse.go
+// reads, so it cannot drift.
+func Fields() []FieldInfo {
+	return []FieldInfo{
+		{"type", "string", "`stdio`, or `http` when `url` is given without `command`", "the transport: `stdio` (a child process speaking JSON-RPC on stdin/stdout), `http` (streamable HTTP) or `sse` (the older HTTP+SSE transport)", OnBadError},
+		{"command", "string", "— (required for stdio)", "the program to run; looked up in `PATH`; `${VAR}` expanded", OnBadError},
+		{"args", "array of strings", "`[]`", "its arguments; `${VAR}` expanded", OnBadError},
+		{"env", "object of strings", "`{}`", "variables added to the server's environment (names non-empty, without `=`); `${VAR}` expanded; a value starting with `!` is a shell command whose output is the value (project-level files: only when the workspace is trusted)", OnBadError},
+		{"cwd", "string", "the runtime's working directory", "working directory of the process; `${VAR}` expanded", OnBadError},
+		{"url", "string", "— (required for http and sse)", "absolute `http` or `https` URL of a remote server; not together with `command`; `${VAR}` expanded (project-level files: only from the entry's own `env`)", OnBadError},
+		{"headers", "object of strings", "`{}`", "HTTP headers sent to a remote server; values expanded like `url`, `!cmd` values like `env`", OnBadError},
+		{"auth", "object", "none", "`{\"type\": \"oauth\", \"credentialId\": \"...\"}`: inject an OAuth bearer token from the host's credential store", OnBadError},
+		{"auth.type", "string", "— (required in `auth`)", "must be `\"oauth\"`", OnBadError},
+		{"auth.credentialId", "string", "none (no token injected; a warning)", "the key of the token in the credential store", OnBadError},
+		{"enabled", "boolean", "`true`", "`false` keeps the server configured but never connected (`server.disabled`, status `disabled`)", OnBadWarning},
+		{"shared", "boolean", "`true`", "`true`: one connection serves every session of the runtime (the pool); `false`: each session gets a private connection, stopped when the session closes", OnBadWarning},
+		{"requiresApproval", "boolean", "`true`", "the approval switch: whether the agent must ask the user before calling the server's tools (`tools.list` reports it per tool)", OnBadWarning},
+		{"timeout", "number (ms) >= 0", "`30000`; `MCPLIFE_MCP_TIMEOUT_MS` overrides it for every server", "bound of a connect attempt (initialize + tools/list); `0` disables it", OnBadWarning},
+		{"toolTimeout", "number (ms) >= 0", "the runtime's default (`options.toolTimeoutMs`)", "bound of each tool call of this server; `0` disables it", OnBadWarning},
+		{"restart", "string", "`relentless` when shared, `once` when private", "the restart policy: `relentless`, `once`, `bounded` or `never` (delays below)", OnBadError},
+		{"restartDelays", "non-empty array of numbers (ms) >= 0", "the policy's delays", "the backoff delays before each restart attempt, replacing the policy's", OnBadWarning},
+		{"healthProbe", "string", "`ping`", "probe run after a tool timeout: `ping` (falling back to tools/list when ping fails) or `tools-list`", OnBadError},
+		{"protocolVersion", "string", "the runtime's default", "the MCP protocol version to request in initialize", OnBadWarning},
+		{"includeTools", "array of strings", "all tools", "expose only these raw MCP tool names", OnBadError},
+		{"excludeTools", "array of strings", "none", "never expose these raw MCP tool names", OnBadError},
+		{"maxResultChars", "whole number > 0", "`50000` (or `options.maxResultChars`)", "cap on a tool result's text, in characters, before wrapping", OnBadWarning},
+	}
+}
+
+// DocSectionFields names the generated section of docs/DRIVER.md that holds
+// FieldSection.
+const DocSectionFields = "config-fields"
+
+// FieldSection renders Fields as a Markdown table for docs/DRIVER.md.
+func FieldSection() string {
+	var b strings.Builder
+	b.WriteString("<!-- Rendered from runtime/config/fields.go (checked against parse.go); do not edit by hand. -->\n\n")
+	b.WriteString("| Field | Type | Default | Meaning | Bad value |\n|---|---|---|---|---|\n")
+	for _, f := range Fields() {
+		bad := "error: the server is skipped"
+		if f.OnBad == OnBadWarning {
+			bad = "warning: the default is used"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", f.Name, f.Type, f.Default, strings.ReplaceAll(f.Meaning, "|", `\|`), bad)
+	}
+	return b.String()
+}
