@@ -9,6 +9,7 @@
 //	harness conformance [-impl 'CMD'] [flags]
 //	harness driver
 //	harness fixture
+//	harness proxy [flags] -- CMD ARGS... | -upstream URL
 //	harness version
 //
 // Run as "mcp-fixture" (for example through a symlink), the binary is the
@@ -50,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runList(rest, stdout, stderr)
 	case "conformance":
 		return runConformance(rest, stdout, stderr)
+	case "proxy":
+		return runProxy(rest, os.Stdin, stdout, stderr)
 	case "driver":
 		return runDriver(rest)
 	case "fixture":
@@ -75,6 +78,7 @@ commands:
   conformance  run the conformance suite against an implementation
   driver       serve the reference runtime over the driver protocol on stdin/stdout
   fixture      run the fixture MCP server (same MCP_FIXTURE_* knobs)
+  proxy        forward to a real MCP server and inject faults on demand
   version      print the harness version
 `)
 }
