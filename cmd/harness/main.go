@@ -10,6 +10,8 @@
 //	harness driver
 //	harness fixture
 //	harness proxy [flags] -- CMD ARGS... | -upstream URL
+//	harness record -config FILE -o TRACE [-call SERVER:TOOL[:JSON]]... [-fault SERVER:RULE]...
+//	harness repro [-o FILE] TRACE
 //	harness version
 //
 // Run as "mcp-fixture" (for example through a symlink), the binary is the
@@ -53,6 +55,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runConformance(rest, stdout, stderr)
 	case "proxy":
 		return runProxy(rest, os.Stdin, stdout, stderr)
+	case "record":
+		return runRecord(rest, stdout, stderr)
+	case "repro":
+		return runRepro(rest, stdout, stderr)
 	case "driver":
 		return runDriver(rest)
 	case "fixture":
@@ -79,6 +85,8 @@ commands:
   driver       serve the reference runtime over the driver protocol on stdin/stdout
   fixture      run the fixture MCP server (same MCP_FIXTURE_* knobs)
   proxy        forward to a real MCP server and inject faults on demand
+  record       record a session against real servers (events and wire) to a trace
+  repro        turn a recorded trace into a scenario replaying it against the fixture
   version      print the harness version
 `)
 }

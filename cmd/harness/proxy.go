@@ -108,7 +108,9 @@ func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			Upstream: *upstreamURL, Listen: *listen, AddrFile: *addrFile,
 			Rules: rules, Journal: *journal, Control: *control, ControlFile: *controlFile,
 			Stderr: stderr, Signals: sigs,
-			Ready: func(url string) { fmt.Fprintf(stdout, "harness proxy: listening on %s (upstream %s)\n", url, *upstreamURL) },
+			Ready: func(url string) {
+				fmt.Fprintf(stdout, "harness proxy: listening on %s (upstream %s)\n", url, *upstreamURL)
+			},
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "harness proxy: %v\n", err)

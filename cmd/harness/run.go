@@ -20,7 +20,7 @@ import (
 	"github.com/mcplife/mcplife/scenarios"
 )
 
-const runUsage = `usage: harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-v] [flags]
+const runUsage = `usage: harness run [-run REGEX] [-dir DIR] [-impl 'CMD'] [-json FILE] [-junit FILE] [-v] [flags]
 
 Runs the scenario catalog (embedded in this binary; see harness list)
 against the reference runtime in this process, or against the
@@ -45,6 +45,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	strict := fs.Bool("strict", false, "also run the checks guarded by [strict]: known defects of the reference runtime")
 	parallel := fs.Int("parallel", 0, "how many scenarios run at once (default: twice the number of CPUs)")
 	timeout := fs.Duration("timeout", scenarios.DefaultAwaitTimeout, "real-time limit of every wait in a scenario (await, result, ...)")
+	dir := fs.String("dir", "", "run the scenario files (NNN-slug.txtar) of `DIR` instead of the embedded catalog, e.g. one written by harness repro")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, runUsage)
@@ -66,6 +67,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		},
 		Parallel: *parallel,
 		Verbose:  *verbose,
+		Dir:      *dir,
 	}
 	if *runPattern != "" {
 		re, err := regexp.Compile(*runPattern)
