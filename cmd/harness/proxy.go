@@ -96,6 +96,10 @@ func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// A client that went away must not kill the proxy (SIGPIPE on stdout)
+	// before it stopped the upstream; a caught signal is also reset to
+	// its default in the upstream, unlike an ignored one.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	ctx := context.Background()
 

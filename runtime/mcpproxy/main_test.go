@@ -61,6 +61,10 @@ func proxyMain(optsJSON string, argv []string) int {
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// A client that went away must not kill the proxy (SIGPIPE on stdout)
+	// before it stopped the upstream; a caught signal is also reset to
+	// its default in the upstream, unlike an ignored one.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	opts := mcpproxy.StdioOptions{Command: argv, Rules: rules, Journal: a.Journal, Stderr: os.Stderr, Signals: sigs}
 	if a.ControlFile != "" {
 		opts.Control, opts.ControlFile = "127.0.0.1:0", a.ControlFile

@@ -52,7 +52,9 @@ type StdioOptions struct {
 	StopGrace time.Duration
 	// Signals, when not nil, delivers the signals that end the proxy
 	// (SIGTERM, SIGINT, SIGHUP): the upstream is stopped and the exit code
-	// is 128 plus the signal number.
+	// is 128 plus the signal number. The caller should also catch SIGPIPE
+	// (signal.Notify), so that a client that went away makes writes fail
+	// instead of killing the proxy before it stopped the upstream.
 	Signals <-chan os.Signal
 	// Ready, when not nil, is called with the control endpoint's URL once
 	// it listens.
@@ -166,7 +168,7 @@ func RunStdio(ctx context.Context, in io.Reader, out io.Writer, opts StdioOption
 	case <-ctx.Done():
 		code, reason = 1, "cancelled"
 	}
-	up.stop(opts.StopGrace)
+	up.stop(opts.StopGrace, opts.Signals)
 	<-upstreamEOF
 	extra["code"], extra["reason"] = code, reason
 	eng.journal("exit", extra)

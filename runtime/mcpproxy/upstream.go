@@ -85,8 +85,10 @@ func (u *upstream) exitCode() (code int, signal string) {
 }
 
 // stop ends the process the way the runtime ends a stdio server: it closes
-// stdin, then sends SIGTERM and SIGKILL to the group, each after grace.
-func (u *upstream) stop(grace time.Duration) {
+// stdin, then sends SIGTERM and SIGKILL to the group, each after grace. A
+// signal arriving on sigs meanwhile is passed on to the group at once, so
+// that a client escalating on the proxy escalates on the server too.
+func (u *upstream) stop(grace time.Duration, sigs <-chan os.Signal) {
 	_ = u.stdin.Close()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t := time.NewTimer(grace)
@@ -94,6 +96,12 @@ func (u *upstream) stop(grace time.Duration) {
 		case <-u.done:
 			t.Stop()
 			return
+		case s := <-sigs:
+			t.Stop()
+			if ss, ok := s.(syscall.Signal); ok {
+				u.signal(ss)
+			}
+			continue
 		case <-t.C:
 		}
 		u.signal(sig)
