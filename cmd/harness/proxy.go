@@ -37,8 +37,9 @@ EOF, the code of an exit rule, 128+N after signal N, 2 for bad usage.
 rules (-fault, -faults FILE, control endpoint):
 ` + mcpproxy.RuleSyntax + `
 
-control endpoint:
-` + mcpproxy.ControlHelp + `
+control endpoint (-control):
+` + mcpproxy.ControlAPI + `
+
 flags:
 `
 

@@ -13,16 +13,15 @@ import (
 	"time"
 )
 
-// ControlHelp documents the control endpoint; GET / returns it.
-const ControlHelp = `mcplife proxy control endpoint
-GET    /rules   the installed rules with their counters (JSON)
-POST   /rules   add rules: one per line in the body (text form, see below)
+// ControlAPI documents the requests of the control endpoint.
+const ControlAPI = `GET    /rules   the installed rules with their counters (JSON)
+POST   /rules   add rules: one per line in the body (text form), # comments
 PUT    /rules   replace all rules with those of the body
 DELETE /rules   remove every rule (held requests are then forwarded)
-POST   /exit    exit now; ?code=N sets the exit code (default 0)
+POST   /exit    exit now; ?code=N sets the exit code (default 0)`
 
-rule syntax:
-` + RuleSyntax + "\n"
+// ControlHelp documents the control endpoint; GET / returns it.
+const ControlHelp = "mcplife proxy control endpoint\n" + ControlAPI + "\n\nrule syntax:\n" + RuleSyntax + "\n"
 
 // Control is the loopback HTTP endpoint that switches a proxy's rules at run
 // time.

@@ -75,6 +75,9 @@ func newEnv(t *testing.T, server json.RawMessage, opts host.Options) *env {
 	e.rt = rt
 	t.Cleanup(func() {
 		e.close()
+		if e.dir != "" {
+			checkJournalKinds(t, e.entries("px.journal"))
+		}
 		if t.Failed() {
 			t.Logf("events:\n%s", eventsString(rt.Events().Events()))
 		}

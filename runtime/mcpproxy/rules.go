@@ -72,14 +72,20 @@ const DefaultErrorMessage = "injected by the mcplife proxy"
 // RuleSyntax documents the text form of a rule, as -fault flags and the
 // control endpoint take it.
 const RuleSyntax = `ACTION=MATCH[,key=value...]
-  ACTION  hang | delay | error | tool-error | exit | drop
   MATCH   *  (every message) | METHOD (ping, initialize, tools/list, ...) |
           tools/call:TOOL | tool:TOOL
-  keys    ms=N (delay) code=N (error code, or exit code) message=TEXT
-          after=N (apply from the Nth match on) times=N (apply at most N times)
-          on=reply (exit right after the reply is written)
+  hang        hold the request unanswered until the client cancels it or the
+              rule is removed (then it is forwarded); hang=* wedges the server
+  delay       forward it after ms=N milliseconds
+  error       answer with a JSON-RPC error (code=N, default -32603)
+  tool-error  answer a tools/call with an isError result
+  exit        stop the server and exit with code=N (default 0), unanswered;
+              with on=reply: right after the reply has been written
+  drop        close the stream to the client (stdout, HTTP connections)
+  keys    ms=N  code=N  after=N (act from the Nth match on)  times=N (act at
+          most N times)  on=reply  message=TEXT (last: takes the rest)
 shorthands, after the fixture's knobs:
-  ping=answer|drop|error         drop: hang=ping; error: error=ping,code=-32601
+  ping=drop | ping=error         hang=ping | error=ping,code=-32601
   exit-after=initialize-request|initialized|tools-list|calls:N
   exit-delay=MS[,code=N]         exit MS milliseconds after the rule is installed
   fail-init[=CODE]               exit=initialize,code=CODE (default 5)`
