@@ -17,9 +17,13 @@ import (
 // recorded; the trace becomes a scenario that passes under harness run.
 func TestRecordReproRun(t *testing.T) {
 	dir := t.TempDir()
-	fixtureCmd := map[string]any{"command": exe(t), "args": []string{"fixture"}, "toolTimeout": 2000,
-		"env": map[string]string{roleEnv: "cli", "GORACE": "atexit_sleep_ms=0"}}
-	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"fx": fixtureCmd, "fy": fixtureCmd}})
+	// The runtime runs on the real clock here: fx, which is wedged, gets a
+	// short tool timeout; fy, whose calls must answer, a generous one.
+	server := func(toolTimeoutMS int) map[string]any {
+		return map[string]any{"command": exe(t), "args": []string{"fixture"}, "toolTimeout": toolTimeoutMS,
+			"env": map[string]string{roleEnv: "cli", "GORACE": "atexit_sleep_ms=0"}}
+	}
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"fx": server(3000), "fy": server(60000)}})
 	cfgFile := filepath.Join(dir, "mcp.json")
 	if err := os.WriteFile(cfgFile, cfg, 0o644); err != nil {
 		t.Fatal(err)
