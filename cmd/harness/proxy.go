@@ -95,36 +95,41 @@ func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		rules = append(rules, r)
 	}
+	if *upstreamURL != "" && fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "harness proxy: -upstream and a command (%q) exclude each other\n", fs.Arg(0))
+		return 2
+	}
+	if *upstreamURL == "" && fs.NArg() == 0 {
+		fmt.Fprintf(stderr, "harness proxy: no upstream: give -- CMD ARGS... or -upstream URL (harness proxy -h)\n")
+		return 2
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	// A client that went away must not kill the proxy (SIGPIPE on stdout)
 	// before it stopped the upstream; a caught signal is also reset to
 	// its default in the upstream, unlike an ignored one.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	defer signal.Stop(sigs)
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	defer signal.Stop(pipes)
 	ctx := context.Background()
 
 	if *upstreamURL != "" {
-		if fs.NArg() > 0 {
-			fmt.Fprintf(stderr, "harness proxy: -upstream and a command (%q) exclude each other\n", fs.Arg(0))
-			return 2
-		}
 		code, err := mcpproxy.RunHTTP(ctx, mcpproxy.HTTPOptions{
 			Upstream: *upstreamURL, Listen: *listen, AddrFile: *addrFile,
 			Rules: rules, Journal: *journal, Control: *control, ControlFile: *controlFile,
-			Stderr: stderr, Signals: sigs,
-			Ready: func(url string) {
+			Signals: sigs,
+			Ready: func(url, controlURL string) {
 				fmt.Fprintf(stdout, "harness proxy: listening on %s (upstream %s)\n", url, *upstreamURL)
+				if controlURL != "" {
+					fmt.Fprintf(stdout, "harness proxy: control endpoint %s\n", controlURL)
+				}
 			},
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "harness proxy: %v\n", err)
 		}
 		return code
-	}
-	if fs.NArg() == 0 {
-		fmt.Fprintf(stderr, "harness proxy: no upstream: give -- CMD ARGS... or -upstream URL (harness proxy -h)\n")
-		return 2
 	}
 	// stdout carries the MCP stream: the control URL goes to stderr (and
 	// to -control-file).

@@ -28,17 +28,17 @@ type HTTPOptions struct {
 	Listen string
 	// AddrFile, when not "", receives the chosen host:port and a newline.
 	AddrFile string
-	// Rules, Journal, Control, ControlFile, Stderr, Logger and Signals are
-	// as in StdioOptions.
+	// Rules, Journal, Control, ControlFile, Logger and Signals are as in
+	// StdioOptions.
 	Rules       []Rule
 	Journal     string
 	Control     string
 	ControlFile string
-	Stderr      io.Writer
 	Logger      *slog.Logger
 	Signals     <-chan os.Signal
-	// Ready, when not nil, is called with the proxy's URL once it listens.
-	Ready func(url string)
+	// Ready, when not nil, is called once the proxy listens, with its URL
+	// and the control endpoint's ("" without one).
+	Ready func(url, controlURL string)
 }
 
 // httpProxy is one run of RunHTTP.
@@ -81,6 +81,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 	}
 	jw.Begin(map[string]any{"transport": "http", "mode": "proxy", "upstream": opts.Upstream})
 	eng.journal("listening", map[string]any{"address": ln.Addr().String(), "url": "http://" + ln.Addr().String() + target.Path})
+	controlURL := ""
 	if opts.Control != "" {
 		ctl, err := NewControl(opts.Control, eng)
 		if err != nil {
@@ -88,6 +89,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 			return 2, err
 		}
 		defer ctl.Close()
+		controlURL = ctl.URL()
 		if err := ctl.WriteFile(opts.ControlFile); err != nil {
 			ln.Close()
 			return 2, err
@@ -115,7 +117,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 		_ = srv.Serve(ln)
 	}()
 	if opts.Ready != nil {
-		opts.Ready("http://" + ln.Addr().String() + target.Path)
+		opts.Ready("http://"+ln.Addr().String()+target.Path, controlURL)
 	}
 	var code int
 	var reason string

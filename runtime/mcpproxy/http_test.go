@@ -50,7 +50,7 @@ func TestHTTPUpstream(t *testing.T) {
 		code, err := mcpproxy.RunHTTP(ctx, mcpproxy.HTTPOptions{
 			Upstream: "http://" + strings.TrimSpace(string(addr)) + "/mcp",
 			Journal:  filepath.Join(dir, "px.journal"), Control: "127.0.0.1:0", ControlFile: filepath.Join(dir, "px.control"),
-			Ready: func(u string) { ready <- u },
+			Ready: func(u, _ string) { ready <- u },
 		})
 		if err != nil {
 			t.Error(err)
