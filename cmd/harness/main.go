@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-v]
+//	harness run [-run REGEX] [-dir DIR] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-stress N] [-v]
 //	harness list
 //	harness conformance [-impl 'CMD'] [flags]
 //	harness doctor [-config FILE ...] [-trust] [-json] [-watch]
@@ -13,6 +13,9 @@
 //	harness driver-check -impl 'CMD' [-json] [-timeout D]
 //	harness mutation-report [-survivors] [-json] DIR
 //	harness fixture
+//	harness proxy [flags] -- CMD ARGS... | -upstream URL
+//	harness record -config FILE -o TRACE [-call SERVER:TOOL[:JSON]]... [-fault SERVER:RULE]...
+//	harness repro [-o FILE] TRACE
 //	harness version
 //
 // Run as "mcp-fixture" (for example through a symlink), the binary is the
@@ -58,6 +61,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDoctor(rest, stdout, stderr)
 	case "timeline":
 		return runTimeline(rest, stdout, stderr)
+	case "proxy":
+		return runProxy(rest, os.Stdin, stdout, stderr)
+	case "record":
+		return runRecord(rest, stdout, stderr)
+	case "repro":
+		return runRepro(rest, stdout, stderr)
 	case "driver":
 		return runDriver(rest)
 	case "driver-check":
@@ -91,6 +100,9 @@ commands:
   driver-check check a driver's handshake and basic requests before running the suite
   mutation-report  print the mutation scores of a .ci/mutation results directory
   fixture      run the fixture MCP server (same MCP_FIXTURE_* knobs)
+  proxy        forward to a real MCP server and inject faults on demand
+  record       record a session against real servers (events and wire) to a trace
+  repro        turn a recorded trace into a scenario replaying it against the fixture
   version      print the harness version
 `)
 }

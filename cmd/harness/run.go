@@ -20,7 +20,7 @@ import (
 	"github.com/mcplife/mcplife/scenarios"
 )
 
-const runUsage = `usage: harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-v] [flags]
+const runUsage = `usage: harness run [-run REGEX] [-dir DIR] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-v] [flags]
 
 Runs the scenario catalog (embedded in this binary; see harness list)
 against the reference runtime in this process, or against the
@@ -48,6 +48,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	var sf stressFlags
 	sf.register(fs)
 	timelineDir := fs.String("timeline", "", "write a timeline of every scenario to `DIR`: NNN-slug.svg, .html and the events as .jsonl")
+	dir := fs.String("dir", "", "run the scenario files (NNN-slug.txtar) of `DIR` instead of the embedded catalog, e.g. one written by harness repro")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, runUsage)
@@ -72,6 +73,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		},
 		Parallel: *parallel,
 		Verbose:  *verbose,
+		Dir:      *dir,
 	}
 	if *timelineDir != "" {
 		if err := os.MkdirAll(*timelineDir, 0o755); err != nil {

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/mcplife/mcplife/runtime/mcpproxy"
+)
+
+const proxyUsage = `usage: harness proxy [flags] -- CMD ARGS...     (stdio server)
+       harness proxy [flags] -upstream URL          (streamable HTTP or SSE server)
+
+A man-in-the-middle MCP server: it forwards every JSON-RPC message between
+the client and the real server and injects faults on demand. Put it in your
+agent's config in front of a real server:
+
+  {"command": "harness", "args": ["proxy", "-control", "127.0.0.1:7777", "--", "npx", "-y", "my-server"]}
+
+and switch faults while the agent runs:
+
+  curl -X POST --data 'hang=*' http://127.0.0.1:7777/rules     # wedge the server
+  curl -X DELETE http://127.0.0.1:7777/rules                   # heal it
+
+With -upstream the proxy listens on -listen and forwards each request with
+its own path to the upstream's host (point the client at the same path on
+the proxy). -journal writes what the proxy saw in the fixture's journal
+format. Exit status: the upstream's when it exits on its own, 0 after stdin
+EOF, the code of an exit rule, 128+N after signal N, 2 for bad usage.
+
+rules (-fault, -faults FILE, control endpoint):
+` + mcpproxy.RuleSyntax + `
+
+control endpoint (-control):
+` + mcpproxy.ControlAPI + `
+
+flags:
+`
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// runProxy implements `harness proxy`.
+func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("harness proxy", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var faults multiFlag
+	fs.Var(&faults, "fault", "install `RULE` at start (repeatable)")
+	faultsFile := fs.String("faults", "", "install the rules of `FILE` (one per line, # comments) at start")
+	journal := fs.String("journal", "", "append what the proxy sees to `FILE` in the fixture's journal format")
+	control := fs.String("control", "", "serve the control endpoint on this loopback `ADDR` (port 0 picks one; its URL goes to stderr)")
+	controlFile := fs.String("control-file", "", "write the control endpoint's URL to `FILE` once it listens")
+	upstreamURL := fs.String("upstream", "", "proxy the streamable HTTP or SSE server at `URL` instead of a command")
+	listen := fs.String("listen", "127.0.0.1:0", "with -upstream: the loopback `ADDR` to serve on")
+	addrFile := fs.String("addr-file", "", "with -upstream: write the chosen host:port to `FILE`")
+	grace := fs.Duration("stop-grace", mcpproxy.DefaultStopGrace, "how long to wait for the upstream at each step of stopping it (stdin closed, SIGTERM, SIGKILL)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, proxyUsage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return 0
+		}
+		fmt.Fprintf(stderr, "harness proxy: %v (harness proxy -h lists the flags)\n", err)
+		return 2
+	}
+	var rules []mcpproxy.Rule
+	if *faultsFile != "" {
+		data, err := os.ReadFile(*faultsFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness proxy: -faults: %v\n", err)
+			return 2
+		}
+		rs, err := mcpproxy.ParseRules(string(data))
+		if err != nil {
+			fmt.Fprintf(stderr, "harness proxy: -faults %s: %v\n", *faultsFile, err)
+			return 2
+		}
+		rules = append(rules, rs...)
+	}
+	for _, f := range faults {
+		r, err := mcpproxy.ParseRule(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness proxy: -fault: %v\n", err)
+			return 2
+		}
+		rules = append(rules, r)
+	}
+	if *upstreamURL != "" && fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "harness proxy: -upstream and a command (%q) exclude each other\n", fs.Arg(0))
+		return 2
+	}
+	if *upstreamURL == "" && fs.NArg() == 0 {
+		fmt.Fprintf(stderr, "harness proxy: no upstream: give -- CMD ARGS... or -upstream URL (harness proxy -h)\n")
+		return 2
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	// A client that went away must not kill the proxy (SIGPIPE on stdout)
+	// before it stopped the upstream; a caught signal is also reset to
+	// its default in the upstream, unlike an ignored one.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	defer signal.Stop(pipes)
+	ctx := context.Background()
+
+	if *upstreamURL != "" {
+		code, err := mcpproxy.RunHTTP(ctx, mcpproxy.HTTPOptions{
+			Upstream: *upstreamURL, Listen: *listen, AddrFile: *addrFile,
+			Rules: rules, Journal: *journal, Control: *control, ControlFile: *controlFile,
+			Signals: sigs,
+			Ready: func(url, controlURL string) {
+				fmt.Fprintf(stdout, "harness proxy: listening on %s (upstream %s)\n", url, *upstreamURL)
+				if controlURL != "" {
+					fmt.Fprintf(stdout, "harness proxy: control endpoint %s\n", controlURL)
+				}
+			},
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "harness proxy: %v\n", err)
+		}
+		return code
+	}
+	// stdout carries the MCP stream: the control URL goes to stderr (and
+	// to -control-file).
+	code, err := mcpproxy.RunStdio(ctx, stdin, stdout, mcpproxy.StdioOptions{
+		Command: fs.Args(), Rules: rules, Journal: *journal,
+		Control: *control, ControlFile: *controlFile,
+		Stderr: stderr, Signals: sigs, StopGrace: *grace,
+		Ready: func(controlURL string) {
+			fmt.Fprintf(stderr, "harness proxy: control endpoint %s\n", controlURL)
+		},
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "harness proxy: %v\n", err)
+	}
+	return code
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/config"
+	"github.com/mcplife/mcplife/runtime/host"
+	"github.com/mcplife/mcplife/runtime/mcpproxy"
+	"github.com/mcplife/mcplife/scenarios/repro"
+)
+
+const recordUsage = `usage: harness record -config FILE -o TRACE [-call SERVER:TOOL[:JSON]]... [-fault SERVER:RULE]... [flags]
+
+Runs the servers of FILE (any config file format the runtime reads) through
+the reference runtime and records the session: the runtime's lifecycle
+events, the tool calls and their outcomes and, for every stdio server, the
+wire as seen by a proxy (harness proxy) put in front of it. The trace (JSON,
+format mcplife-trace/1, see docs/TESTING.md) goes to -o; harness repro turns
+it into a scenario.
+
+The session calls the tools given with -call, in order, then waits -linger;
+without -call it records until interrupted (Ctrl-C), printing the control
+endpoint of each proxy so that faults can be injected by hand meanwhile.
+-fault installs a proxy rule (harness proxy -h) on a server's first launch
+through its control endpoint, once the session is open, so a restarted
+server comes up without it. Exit status: 0 when the trace was written, 1
+when recording failed, 2 for bad usage.
+
+flags:
+`
+
+// runRecord implements `harness record`.
+func runRecord(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("harness record", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfgFile := fs.String("config", "", "the config `FILE` whose servers are recorded (required)")
+	out := fs.String("o", "", "write the trace to `TRACE` (required)")
+	var calls, faults multiFlag
+	fs.Var(&calls, "call", "call a tool: `SERVER:TOOL[:JSON-ARGS]` (repeatable, in order)")
+	fs.Var(&faults, "fault", "install a proxy rule on a stdio server's first launch: `SERVER:RULE` (repeatable)")
+	linger := fs.Duration("linger", 0, "keep recording this long after the last call (restarts, idle exits)")
+	gate := fs.Duration("startup-gate", 30*time.Second, "how long session start waits for the servers to connect")
+	probe := fs.Duration("probe-timeout", host.DefaultProbeTimeout, "timeout of each health probe step")
+	jsonOut := fs.Bool("json", false, "print the summary as JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, recordUsage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return 0
+		}
+		fmt.Fprintf(stderr, "harness record: %v (harness record -h lists the flags)\n", err)
+		return 2
+	}
+	if *cfgFile == "" || *out == "" || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "harness record: -config FILE and -o TRACE are required, and nothing else (harness record -h)\n")
+		return 2
+	}
+	type callSpec struct {
+		server, tool string
+		args         json.RawMessage
+	}
+	var specs []callSpec
+	for _, c := range calls {
+		parts := strings.SplitN(c, ":", 3)
+		if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+			fmt.Fprintf(stderr, "harness record: -call %q: want SERVER:TOOL[:JSON-ARGS]\n", c)
+			return 2
+		}
+		cs := callSpec{server: parts[0], tool: parts[1], args: json.RawMessage("{}")}
+		if len(parts) == 3 {
+			if !json.Valid([]byte(parts[2])) {
+				fmt.Fprintf(stderr, "harness record: -call %q: the arguments are not valid JSON\n", c)
+				return 2
+			}
+			cs.args = json.RawMessage(parts[2])
+		}
+		specs = append(specs, cs)
+	}
+	type faultSpec struct{ server, rule string }
+	var fspecs []faultSpec
+	for _, f := range faults {
+		server, rule, ok := strings.Cut(f, ":")
+		if !ok || server == "" {
+			fmt.Fprintf(stderr, "harness record: -fault %q: want SERVER:RULE\n", f)
+			return 2
+		}
+		if _, err := mcpproxy.ParseRule(rule); err != nil {
+			fmt.Fprintf(stderr, "harness record: -fault %s: %v\n", server, err)
+			return 2
+		}
+		fspecs = append(fspecs, faultSpec{server, rule})
+	}
+
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "harness record: %v\n", err)
+		return 1
+	}
+	work, err := os.MkdirTemp("", "harness-record-")
+	if err != nil {
+		fmt.Fprintf(stderr, "harness record: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(work)
+	home := filepath.Join(work, "home")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		fmt.Fprintf(stderr, "harness record: %v\n", err)
+		return 1
+	}
+
+	// Read the config as the runtime would, then put the proxy in front
+	// of every stdio server.
+	res, err := config.Discover(config.Options{HomeDir: home, Files: []config.File{{Path: *cfgFile, Level: config.LevelUser}}})
+	if err != nil {
+		fmt.Fprintf(stderr, "harness record: %s: %v\n", *cfgFile, err)
+		return 1
+	}
+	for _, d := range res.Diagnostics {
+		fmt.Fprintf(stderr, "harness record: %s:%d: %s: %s: %s\n", d.File, d.Line, d.Server, d.Field, d.Message)
+	}
+	if len(res.Servers) == 0 {
+		fmt.Fprintf(stderr, "harness record: %s: no usable server\n", *cfgFile)
+		return 1
+	}
+	tr := &repro.Trace{Format: repro.Format, Recorded: time.Now().UTC().Format(time.RFC3339), Config: *cfgFile, Servers: map[string]repro.Server{}}
+	inline := map[string]json.RawMessage{}
+	for _, srv := range res.Servers {
+		var raw map[string]any
+		if err := json.Unmarshal(srv.Raw, &raw); err != nil {
+			fmt.Fprintf(stderr, "harness record: %s: server %s: %v\n", *cfgFile, srv.Name, err)
+			return 1
+		}
+		ts := repro.Server{Transport: string(srv.EffectiveType()), URL: srv.URL, ToolTimeoutMS: srv.ToolTimeout.Milliseconds()}
+		if srv.EffectiveType() == config.Stdio {
+			ts.Command = append([]string{srv.Command}, srv.Args...)
+			ts.Proxied = true
+			pargs := []string{"proxy", "-journal", filepath.Join(work, srv.Name+".journal"),
+				"-control", "127.0.0.1:0", "-control-file", filepath.Join(work, srv.Name+".control"), "--", srv.Command}
+			raw["command"] = exe
+			raw["args"] = append(pargs, srv.Args...)
+		}
+		tr.Servers[srv.Name] = ts
+		b, _ := json.Marshal(raw)
+		inline[srv.Name] = b
+	}
+	for _, f := range fspecs {
+		if s, ok := tr.Servers[f.server]; !ok || !s.Proxied {
+			fmt.Fprintf(stderr, "harness record: -fault %s: no stdio server of that name in %s\n", f.server, *cfgFile)
+			return 2
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rt, err := host.New(host.Options{
+		Discovery:    config.Options{HomeDir: home, Inline: inline},
+		Trusted:      true,
+		StartupGate:  *gate,
+		ProbeTimeout: *probe,
+		EventLimit:   -1,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "harness record: %v\n", err)
+		return 1
+	}
+	start := time.Now()
+	sess, err := rt.OpenSession(ctx, host.SessionOptions{Name: "s1"})
+	if err != nil {
+		_ = rt.Close(context.Background())
+		fmt.Fprintf(stderr, "harness record: open session: %v\n", err)
+		return 1
+	}
+	rep := sess.StartReport()
+	fmt.Fprintf(stderr, "harness record: session open: ready %s; failed %s\n", list(rep.Ready), list(rep.Failed))
+	for _, f := range fspecs {
+		if err := installFault(ctx, filepath.Join(work, f.server+".control"), f.rule); err != nil {
+			fmt.Fprintf(stderr, "harness record: -fault %s: %v\n", f.server, err)
+		} else {
+			tr.Faults = append(tr.Faults, repro.Fault{Server: f.server, Rule: f.rule, AtMS: time.Since(start).Milliseconds()})
+		}
+	}
+	for i, cs := range specs {
+		id := fmt.Sprintf("c%d", i+1)
+		exposed := ""
+		for _, t := range sess.Tools() {
+			if t.Server == cs.server && t.MCPName == cs.tool {
+				exposed = t.Name
+			}
+		}
+		c := repro.Call{ID: id, Session: "s1", Server: cs.server, Tool: cs.tool, Exposed: exposed, Args: cs.args, StartMS: time.Since(start).Milliseconds()}
+		if exposed == "" {
+			c.Outcome, c.Code, c.Text = "error", "unknown_tool", fmt.Sprintf("server %s has no tool %s", cs.server, cs.tool)
+		} else {
+			var args any
+			_ = json.Unmarshal(cs.args, &args)
+			r, err := sess.CallTool(host.WithCallID(ctx, id), exposed, args)
+			switch {
+			case err != nil:
+				c.Outcome, c.Text = "error", err.Error()
+				var ce interface{ ErrorCode() string }
+				if errors.As(err, &ce) {
+					c.Code = ce.ErrorCode()
+				}
+			case r.IsError && r.Code != "":
+				c.Outcome, c.Code, c.Text = "error", r.Code, r.Text
+			case r.IsError:
+				c.Outcome, c.Text = "tool-error", r.Text
+			default:
+				c.Outcome, c.Text = "ok", r.Text
+			}
+		}
+		if len(c.Text) > 200 {
+			c.Text = c.Text[:200]
+		}
+		c.EndMS = time.Since(start).Milliseconds()
+		tr.Calls = append(tr.Calls, c)
+		if !*jsonOut {
+			fmt.Fprintf(stdout, "%s %s %s: %s%s (%dms)\n", id, cs.server, cs.tool, c.Outcome, codeSuffixCLI(c.Code), c.EndMS-c.StartMS)
+		}
+	}
+	if len(specs) == 0 {
+		for name, s := range tr.Servers {
+			if s.Proxied {
+				if u, err := os.ReadFile(filepath.Join(work, name+".control")); err == nil {
+					fmt.Fprintf(stderr, "harness record: %s: proxy control %s", name, u)
+				}
+			}
+		}
+		fmt.Fprintf(stderr, "harness record: recording; interrupt (Ctrl-C) to stop\n")
+		<-ctx.Done()
+	} else if *linger > 0 {
+		t := time.NewTimer(*linger)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	sess.Close(context.Background())
+	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rt.Close(cctx); err != nil {
+		fmt.Fprintf(stderr, "harness record: closing the runtime: %v\n", err)
+	}
+	tr.Events = rt.Events().Events()
+	tr.Journals = map[string][]json.RawMessage{}
+	for name, s := range tr.Servers {
+		if !s.Proxied {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(work, name+".journal"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if json.Valid([]byte(line)) {
+				tr.Journals[name] = append(tr.Journals[name], json.RawMessage(line))
+			}
+		}
+	}
+	if err := repro.Write(*out, tr); err != nil {
+		fmt.Fprintf(stderr, "harness record: %v\n", err)
+		return 1
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]any{"trace": *out, "events": len(tr.Events), "calls": tr.Calls, "faults": tr.Faults})
+	} else {
+		fmt.Fprintf(stdout, "trace %s: %d events, %d calls; next: harness repro %s\n", *out, len(tr.Events), len(tr.Calls), *out)
+	}
+	return 0
+}
+
+// installFault waits for a proxy's control file and posts rule to it.
+func installFault(ctx context.Context, controlFile, rule string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var base []byte
+	for {
+		var err error
+		if base, err = os.ReadFile(controlFile); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the proxy's control endpoint never came up: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSpace(string(base))+"/rules", strings.NewReader(rule))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("control endpoint: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("control endpoint: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return nil
+}
+
+func list(xs []string) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	return strings.Join(slices.Sorted(slices.Values(xs)), ",")
+}
+
+func codeSuffixCLI(code string) string {
+	if code == "" {
+		return ""
+	}
+	return " " + code
+}

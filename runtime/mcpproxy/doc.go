@@ -1,0 +1,14 @@
+// Package mcpproxy is a man-in-the-middle MCP server: it forwards JSON-RPC
+// messages between a client and a real MCP server and injects faults with
+// the vocabulary of the fixture's knobs (hang a method or a tool, delay,
+// fail initialize, exit after N calls or after a delay, drop the stream,
+// return errors, go silent to pings). Think toxiproxy, for MCP.
+//
+// It works at the JSON-RPC message level, line-delimited for stdio
+// (RunStdio) and per HTTP request for streamable HTTP and SSE (RunHTTP), so
+// it is transparent to any server. Rules (Rule, ParseRule) are matched on
+// the method and the tool name of each message the client sends, and can be
+// switched at run time through a loopback HTTP control endpoint (Control).
+// What the proxy sees is appended to a journal in the fixture's format
+// (fixture.ReadJournal reads it), so scenario tooling reads it unchanged.
+package mcpproxy

@@ -1,0 +1,263 @@
+package mcpproxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+)
+
+// HTTPOptions configures a proxy in front of a streamable HTTP or SSE
+// server.
+type HTTPOptions struct {
+	// Upstream is the server's URL; requests keep their own path, so the
+	// client uses the upstream's path on the proxy's address.
+	Upstream string
+	// Listen is the loopback address the proxy serves (port 0 picks one).
+	Listen string
+	// AddrFile, when not "", receives the chosen host:port and a newline.
+	AddrFile string
+	// Rules, Journal, Control, ControlFile, Logger and Signals are as in
+	// StdioOptions.
+	Rules       []Rule
+	Journal     string
+	Control     string
+	ControlFile string
+	Logger      *slog.Logger
+	Signals     <-chan os.Signal
+	// Ready, when not nil, is called once the proxy listens, with its URL
+	// and the control endpoint's ("" without one).
+	Ready func(url, controlURL string)
+}
+
+// httpProxy is one run of RunHTTP.
+type httpProxy struct {
+	eng *engine
+	rp  *httputil.ReverseProxy
+
+	mu      sync.Mutex
+	streams map[*http.Request]context.CancelFunc
+}
+
+// RunHTTP serves a proxy in front of an HTTP MCP server until a rule ends
+// it, a signal arrives or ctx is done. Rules apply to the JSON-RPC message
+// in each POST body: a held request keeps its HTTP request open; error and
+// tool-error answer in the POST response (streamable HTTP; a legacy SSE
+// client expects answers on its stream, so there they act as a hang); drop
+// closes every open request and stream; exit closes the listener and
+// returns the rule's code. Responses are forwarded unparsed (streams are
+// flushed at once), so the journal records the client's side only.
+func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
+	target, err := url.Parse(opts.Upstream)
+	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
+		return 2, fmt.Errorf("upstream %q: not an http(s) URL", opts.Upstream)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	jw, err := fixture.NewJournalWriter(opts.Journal, os.Getpid(), opts.Logger)
+	if err != nil {
+		return 2, err
+	}
+	eng := newEngine(jw, opts.Logger)
+	defer eng.close()
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return 1, fmt.Errorf("listen: %w", err)
+	}
+	jw.Begin(map[string]any{"transport": "http", "mode": "proxy", "upstream": opts.Upstream})
+	eng.journal("listening", map[string]any{"address": ln.Addr().String(), "url": "http://" + ln.Addr().String() + target.Path})
+	controlURL := ""
+	if opts.Control != "" {
+		ctl, err := NewControl(opts.Control, eng)
+		if err != nil {
+			ln.Close()
+			return 2, err
+		}
+		defer ctl.Close()
+		controlURL = ctl.URL()
+		if err := ctl.WriteFile(opts.ControlFile); err != nil {
+			ln.Close()
+			return 2, err
+		}
+	}
+	eng.setRules(opts.Rules, false)
+	if opts.AddrFile != "" {
+		if err := writeFileAtomic(opts.AddrFile, ln.Addr().String()+"\n"); err != nil {
+			ln.Close()
+			return 2, err
+		}
+	}
+	hp := &httpProxy{eng: eng, streams: map[*http.Request]context.CancelFunc{}}
+	hp.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = target.Scheme, target.Host, target.Host
+		},
+		FlushInterval: -1,
+		ErrorLog:      slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
+	}
+	srv := &http.Server{Handler: hp, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	if opts.Ready != nil {
+		opts.Ready("http://"+ln.Addr().String()+target.Path, controlURL)
+	}
+	var code int
+	var reason string
+	select {
+	case x := <-eng.exitCh:
+		code, reason = x.code, x.reason
+	case s := <-opts.Signals:
+		sig, _ := s.(syscall.Signal)
+		eng.journal("signal", map[string]any{"signal": signalName(sig), "ignored": false})
+		code, reason = 128+int(sig), "signal"
+	case <-ctx.Done():
+		code, reason = 0, "cancelled"
+	}
+	hp.dropAll()
+	_ = srv.Close()
+	<-served
+	eng.journal("exit", map[string]any{"code": code, "reason": reason})
+	return code, nil
+}
+
+// ServeHTTP applies the rules to a POSTed message and forwards the request.
+func (hp *httpProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	hp.mu.Lock()
+	hp.streams[r] = cancel
+	hp.mu.Unlock()
+	defer func() {
+		hp.mu.Lock()
+		delete(hp.streams, r)
+		hp.mu.Unlock()
+	}()
+	r = r.WithContext(ctx)
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxLine))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if m, ok := parseMessage(body); ok && !m.isResponse() {
+			if !hp.apply(ctx, w, r, &m) {
+				return
+			}
+		}
+	}
+	hp.rp.ServeHTTP(w, r)
+}
+
+// apply runs the rule for m; false when the request has been dealt with.
+func (hp *httpProxy) apply(ctx context.Context, w http.ResponseWriter, r *http.Request, m *message) bool {
+	if m.Method == "notifications/cancelled" && hp.eng.cancel(m.cancelledID()) {
+		w.WriteHeader(http.StatusAccepted)
+		return false
+	}
+	rule, faulted := hp.eng.inbound(m)
+	if !faulted {
+		return true
+	}
+	switch rule.Action {
+	case Hang:
+		if !m.isRequest() {
+			w.WriteHeader(http.StatusAccepted)
+			return false
+		}
+		released := make(chan bool, 1)
+		hp.eng.hold(m.key(), m.Method, m.tool(), func(cancelled bool) { released <- cancelled })
+		select {
+		case cancelled := <-released:
+			if cancelled {
+				w.WriteHeader(http.StatusAccepted)
+				return false
+			}
+			return true
+		case <-ctx.Done():
+			hp.eng.cancel(m.key())
+			return false
+		}
+	case Delay:
+		t := time.NewTimer(time.Duration(rule.MS) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	case Error, ToolError:
+		if !m.isRequest() {
+			w.WriteHeader(http.StatusAccepted)
+			return false
+		}
+		line := errorLine(m.ID, rule.Code, rule.Message)
+		if rule.Action == ToolError {
+			line = toolErrorLine(m.ID, rule.Message)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			w.Header().Set("Mcp-Session-Id", sid)
+		}
+		_, _ = w.Write(line)
+		return false
+	case Exit:
+		hp.eng.exit(rule.Code, "fault")
+		hp.closeConn(w)
+		return false
+	case Drop:
+		hp.eng.journal("drop", map[string]any{"stream": "http"})
+		hp.dropAll()
+		hp.closeConn(w)
+		return false
+	}
+	return true
+}
+
+// dropAll ends every open request and stream.
+func (hp *httpProxy) dropAll() {
+	hp.mu.Lock()
+	defer hp.mu.Unlock()
+	for _, cancel := range hp.streams {
+		cancel()
+	}
+}
+
+// closeConn closes the client's connection without a response.
+func (hp *httpProxy) closeConn(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if c, _, err := hj.Hijack(); err == nil {
+			_ = c.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// writeFileAtomic writes data to path through a temporary file.
+func writeFileAtomic(path, data string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,30 @@
+package mcpproxy
+
+import "github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+
+// JournalKinds lists the kinds of journal entry the proxy writes. The
+// journal has the fixture's format (fixture.ReadJournal reads it); kinds
+// shared with the fixture mean the same thing seen from the wire.
+func JournalKinds() []fixture.JournalKind {
+	return []fixture.JournalKind{
+		{Kind: "launch", Fields: "transport, mode, upstream", Meaning: "A proxy launch began; mode is `proxy`, upstream the server's command line or URL."},
+		{Kind: "upstream-started", Fields: "upstreamPid", Meaning: "stdio: the upstream server process started (in its own process group)."},
+		{Kind: "listening", Fields: "address, url", Meaning: "http: the proxy listens on address; clients use url."},
+		{Kind: "initialize", Fields: "protocolVersion, client", Meaning: "The client sent initialize."},
+		{Kind: "initialized", Fields: "", Meaning: "The client sent notifications/initialized."},
+		{Kind: "ping", Fields: "action", Meaning: "The client sent ping: forwarded, dropped (a hang rule), errored or delayed."},
+		{Kind: "tools-list", Fields: "count, cursor, more", Meaning: "stdio: the server answered tools/list with count tools."},
+		{Kind: "call-start", Fields: "tool, args", Meaning: "The client sent tools/call; args is the arguments' JSON, cut to 200 bytes."},
+		{Kind: "call-end", Fields: "tool, outcome, bytes, detail", Meaning: "A tools/call was answered (stdio: by the server; any transport: by an error or tool-error rule): outcome ok, tool-error, rpc-error or cancelled."},
+		{Kind: "request", Fields: "method", Meaning: "Any other client request or notification."},
+		{Kind: "hang-start", Fields: "ms, blocking, method, tool", Meaning: "A hang rule holds a request (ms is 0: until released)."},
+		{Kind: "hang-end", Fields: "cancelled, method, tool", Meaning: "A held request ended: cancelled by the client, or forwarded because no hang rule selects it any more."},
+		{Kind: "fault", Fields: "action, rule, method, tool", Meaning: "A rule acted on a message (or a timed exit fired, or POST /exit)."},
+		{Kind: "rules", Fields: "op, rules", Meaning: "The control endpoint changed the rules: add, replace or clear."},
+		{Kind: "drop", Fields: "stream", Meaning: "A drop rule closed the stream towards the client."},
+		{Kind: "stdin-eof", Fields: "ignored", Meaning: "stdio: the client closed the proxy's stdin; the upstream is stopped."},
+		{Kind: "signal", Fields: "signal, ignored", Meaning: "SIGTERM, SIGINT or SIGHUP arrived; it is passed on to the upstream's group."},
+		{Kind: "upstream-exit", Fields: "code, signal", Meaning: "stdio: the upstream exited on its own (its stdout ended); the proxy exits with its code."},
+		{Kind: "exit", Fields: "code, reason", Meaning: "The proxy is about to exit with code, its upstream stopped. reason: stdin-eof, upstream-exit, fault, exit-delay, signal, cancelled or error."},
+	}
+}

@@ -1,0 +1,124 @@
+// Package repro defines the session trace that `harness record` writes and
+// turns a trace into a scenario (scenarios/NNN-slug.txtar) that replays the
+// same lifecycle against the fixture in virtual time.
+//
+// A trace holds what the reference runtime did (its lifecycle events), what
+// the agent asked for (the tool calls and their outcomes) and, for stdio
+// servers recorded through the proxy, what crossed the wire (the proxy's
+// journal, in the fixture's journal format). Generate maps what was observed
+// (a call that hung until the probe failed and the server was restarted, a
+// server that died mid-call, a probe that found the server healthy, tool
+// errors) to fixture knobs and scenario commands.
+package repro
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/mcplife/mcplife/runtime/event"
+)
+
+// Format is the format identifier of version 1 of the trace.
+const Format = "mcplife-trace/1"
+
+// Trace is a recorded session. Its JSON form is documented in
+// docs/TESTING.md ("Reproducing with your own servers").
+type Trace struct {
+	// Format is always Format; readers refuse other values.
+	Format string `json:"format"`
+	// Recorded is when recording started (RFC 3339), informational.
+	Recorded string `json:"recorded,omitempty"`
+	// Config is the config file the session ran.
+	Config string `json:"config,omitempty"`
+	// Servers describes each configured server, by name.
+	Servers map[string]Server `json:"servers"`
+	// Faults lists the proxy rules record installed, in order.
+	Faults []Fault `json:"faults,omitempty"`
+	// Calls are the tool calls of the session, in the order they started.
+	Calls []Call `json:"calls"`
+	// Events are the runtime's lifecycle events (runtime/event JSON, at_ms
+	// on the real clock from the start of recording).
+	Events []event.Event `json:"events"`
+	// Journals holds, per server, the proxy's journal entries (one JSON
+	// object each, as fixture.ReadJournal reads them from a file).
+	Journals map[string][]json.RawMessage `json:"journals,omitempty"`
+}
+
+// Server is one configured server of a trace.
+type Server struct {
+	// Transport is stdio, http or sse.
+	Transport string `json:"transport"`
+	// Command is the stdio command line as configured (before the proxy
+	// was put in front of it).
+	Command []string `json:"command,omitempty"`
+	// URL is the endpoint of a remote server.
+	URL string `json:"url,omitempty"`
+	// ToolTimeoutMS is the configured per-call timeout; 0 means the
+	// runtime's default.
+	ToolTimeoutMS int64 `json:"toolTimeoutMs,omitempty"`
+	// Proxied tells that the proxy recorded the server's wire (Journals).
+	Proxied bool `json:"proxied"`
+}
+
+// Fault is a proxy rule installed during recording.
+type Fault struct {
+	Server string `json:"server"`
+	Rule   string `json:"rule"`
+	// AtMS is when it was installed, on the events' clock.
+	AtMS int64 `json:"at_ms"`
+}
+
+// Call is one tool call of the session.
+type Call struct {
+	// ID names the call; the runtime's tool.call_* events carry it as call.
+	ID      string `json:"id"`
+	Session string `json:"session"`
+	Server  string `json:"server"`
+	// Tool is the server's own tool name; Exposed the runtime's name for
+	// it.
+	Tool    string          `json:"tool"`
+	Exposed string          `json:"exposed"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	// Outcome is ok, tool-error or error; Code the runtime error code of a
+	// failed call (mcp_tool_timeout, mcp_connection_lost, ...).
+	Outcome string `json:"outcome"`
+	Code    string `json:"code,omitempty"`
+	// Text is the start of the result text or the error.
+	Text    string `json:"text,omitempty"`
+	StartMS int64  `json:"start_ms"`
+	EndMS   int64  `json:"end_ms"`
+}
+
+// Read reads a trace file and checks its format.
+func Read(path string) (*Trace, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read trace: %w", err)
+	}
+	var tr Trace
+	if err := json.Unmarshal(data, &tr); err != nil {
+		return nil, fmt.Errorf("trace %s: %w", path, err)
+	}
+	if tr.Format != Format {
+		return nil, fmt.Errorf("trace %s: format %q, want %q", path, tr.Format, Format)
+	}
+	if len(tr.Servers) == 0 {
+		return nil, fmt.Errorf("trace %s: %w", path, errors.New("no servers"))
+	}
+	return &tr, nil
+}
+
+// Write writes the trace to path as indented JSON.
+func Write(path string, tr *Trace) error {
+	tr.Format = Format
+	data, err := json.MarshalIndent(tr, "", " ")
+	if err != nil {
+		return fmt.Errorf("encode trace: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	return nil
+}
