@@ -7,6 +7,8 @@
 //	harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-v]
 //	harness list
 //	harness conformance [-impl 'CMD'] [flags]
+//	harness bench [-runs N] [-workload LIST] [-json FILE]
+//	harness bench -compare OLD.json NEW.json
 //	harness driver
 //	harness fixture
 //	harness version
@@ -52,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runConformance(rest, stdout, stderr)
 	case "driver":
 		return runDriver(rest)
+	case "bench":
+		return runBench(rest, stdout, stderr)
 	case "fixture":
 		return fixture.Main()
 	case "version":
@@ -73,6 +77,7 @@ commands:
   run          run the scenario catalog (default: against the reference runtime)
   list         list the scenarios: number, name, description
   conformance  run the conformance suite against an implementation
+  bench        measure scale: 500 servers, concurrent calls, restart storm, cache gate
   driver       serve the reference runtime over the driver protocol on stdin/stdout
   fixture      run the fixture MCP server (same MCP_FIXTURE_* knobs)
   version      print the harness version

@@ -21,8 +21,8 @@ type Recorder struct {
 	logger *slog.Logger
 	limit  int
 
-	mu      sync.Mutex
-	seq     uint64
+	mu     sync.Mutex
+	seq    uint64
 	events []Event // a ring of at most limit events when limit > 0
 	head   int     // index of the oldest event once the ring is full
 	// changed is closed by the next emit; nil while nobody awaits, so an
@@ -50,11 +50,11 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 		c = clock.Real{}
 	}
 	return &Recorder{
-		clock:   c,
-		start:   c.Now(),
-		logger:  opts.Logger,
-		limit:   opts.Limit,
-		subs:    make(map[*subscription]struct{}),
+		clock:  c,
+		start:  c.Now(),
+		logger: opts.Logger,
+		limit:  opts.Limit,
+		subs:   make(map[*subscription]struct{}),
 	}
 }
 
