@@ -222,22 +222,32 @@ func (b *bencher) runtime(servers map[string]json.RawMessage, cacheDir string) (
 
 // stop closes rt and returns how long it took and how many of pids are
 // still alive afterwards.
-func stop(rt *host.Runtime, pids []int) (time.Duration, int) {
+func (b *bencher) stop(rt *host.Runtime, pids []int) (time.Duration, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultStopTimeout)
 	defer cancel()
 	start := time.Now()
 	rt.Close(ctx)
 	took := time.Since(start)
-	return took, alive(pids)
+	return took, b.alive(pids)
 }
 
-// alive counts the processes of pids that still exist.
-func alive(pids []int) int {
+// alive counts the processes of pids that still exist and still run the
+// fixture command: on a busy machine a pid is soon reused by an unrelated
+// process, which must not count as a leftover.
+func (b *bencher) alive(pids []int) int {
 	n := 0
 	for _, pid := range pids {
-		if pid > 0 && syscall.Kill(pid, 0) == nil {
-			n++
+		if pid <= 0 || syscall.Kill(pid, 0) != nil {
+			continue
 		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil {
+			argv0, _, _ := strings.Cut(string(cmdline), "\x00")
+			if argv0 != b.cfg.Fixture[0] {
+				continue // reused by another program
+			}
+		}
+		n++
 	}
 	return n
 }

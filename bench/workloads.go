@@ -86,14 +86,14 @@ func (b *bencher) startup(ctx context.Context) (Workload, error) {
 			sess, err := rt.OpenSession(ctx, host.SessionOptions{})
 			took := time.Since(start)
 			if err != nil {
-				stop(rt, pl.list())
+				b.stop(rt, pl.list())
 				return wl, err
 			}
 			rep := sess.StartReport()
 			self1, _ := cpu()
 			h := heap()
 			g := runtime.NumGoroutine()
-			stopped, leftover := stop(rt, pl.list())
+			stopped, leftover := b.stop(rt, pl.list())
 			_, child1 := cpu()
 			heaps[i] = float64(int64(h) - int64(baseHeap))
 			ready[n].add(took.Seconds())
@@ -139,7 +139,7 @@ func (b *bencher) calls(ctx context.Context) (Workload, error) {
 	}
 	pl := watchPIDs(rt)
 	defer func() {
-		if _, left := stop(rt, pl.list()); left > 0 {
+		if _, left := b.stop(rt, pl.list()); left > 0 {
 			wl.Notes = append(wl.Notes, fmt.Sprintf("%d processes still alive after stop", left))
 		}
 	}()
@@ -215,11 +215,11 @@ func (b *bencher) storm(ctx context.Context) (Workload, error) {
 		pl := watchPIDs(rt)
 		sess, err := rt.OpenSession(ctx, host.SessionOptions{})
 		if err != nil {
-			stop(rt, pl.list())
+			b.stop(rt, pl.list())
 			return wl, err
 		}
 		if rep := sess.StartReport(); len(rep.Ready) != n {
-			stop(rt, pl.list())
+			b.stop(rt, pl.list())
 			return wl, fmt.Errorf("only %d of %d servers ready: %v", len(rep.Ready), n, rep.Errors)
 		}
 		victims := pids(rt)
@@ -253,7 +253,7 @@ func (b *bencher) storm(ctx context.Context) (Workload, error) {
 			times = append(times, d)
 		}
 		slices.Sort(times)
-		_, leftover := stop(rt, pl.list())
+		_, leftover := b.stop(rt, pl.list())
 		allBack.add(took.Seconds())
 		medBack.add(quantile(times, 0.5).Seconds())
 		peak.add(float64(cs.Peak))
@@ -299,7 +299,7 @@ func (b *bencher) cache(ctx context.Context) (Workload, error) {
 			start := time.Now()
 			sess, err := rt.OpenSession(ctx, host.SessionOptions{})
 			if err != nil {
-				stop(rt, pl.list())
+				b.stop(rt, pl.list())
 				return wl, err
 			}
 			gates[i] = time.Since(start)
@@ -321,7 +321,7 @@ func (b *bencher) cache(ctx context.Context) (Workload, error) {
 				}
 				cancel()
 			}
-			if _, left := stop(rt, pl.list()); left > 0 {
+			if _, left := b.stop(rt, pl.list()); left > 0 {
 				wl.Notes = append(wl.Notes, fmt.Sprintf("run %d: %d processes still alive after stop", run, left))
 			}
 		}
