@@ -4,9 +4,10 @@
 //
 // Usage:
 //
-//	harness run [-run REGEX] [-impl 'CMD'] [-json FILE] [-junit FILE] [-v]
+//	harness run [-run REGEX] [-shard I/N] [-impl 'CMD'] [-json FILE] [-junit FILE] [-v]
 //	harness list
-//	harness conformance [-impl 'CMD'] [flags]
+//	harness conformance [-impl 'CMD'] [-shard I/N] [flags]
+//	harness merge-reports -o OUT.json REPORT.json...
 //	harness bench [-runs N] [-workload LIST] [-json FILE]
 //	harness bench -compare OLD.json NEW.json
 //	harness driver
@@ -56,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDriver(rest)
 	case "bench":
 		return runBench(rest, stdout, stderr)
+	case "merge-reports":
+		return runMerge(rest, stdout, stderr)
 	case "fixture":
 		return fixture.Main()
 	case "version":
@@ -74,12 +77,13 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: harness <command> [flags]
 
 commands:
-  run          run the scenario catalog (default: against the reference runtime)
-  list         list the scenarios: number, name, description
-  conformance  run the conformance suite against an implementation
-  bench        measure scale: 500 servers, concurrent calls, restart storm, cache gate
-  driver       serve the reference runtime over the driver protocol on stdin/stdout
-  fixture      run the fixture MCP server (same MCP_FIXTURE_* knobs)
-  version      print the harness version
+  run            run the scenario catalog (default: against the reference runtime)
+  list           list the scenarios: number, name, description
+  conformance    run the conformance suite against an implementation
+  bench          measure scale: 500 servers, concurrent calls, restart storm, cache gate
+  merge-reports  merge the -json reports of sharded runs (-shard I/N)
+  driver         serve the reference runtime over the driver protocol on stdin/stdout
+  fixture        run the fixture MCP server (same MCP_FIXTURE_* knobs)
+  version        print the harness version
 `)
 }
