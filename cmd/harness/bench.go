@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/mcplife/mcplife/bench"
@@ -48,6 +49,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	jsonFile := fs.String("json", "", "write the report as JSON to `FILE`")
 	compare := fs.Bool("compare", false, "compare two JSON reports given as arguments: OLD NEW")
 	quiet := fs.Bool("q", false, "no progress lines")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (this process, not the fixtures) to `FILE`")
 	fixtureCmd := fs.String("fixture", "", "command line that starts the fixture MCP server (default: this binary, \"harness fixture\")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -105,6 +107,19 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness bench: -cpuprofile: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "harness bench: -cpuprofile: %v\n", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "harness %v\n", err)
