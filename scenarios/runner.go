@@ -16,12 +16,17 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/mcplife/mcplife/internal/shard"
 	"github.com/mcplife/mcplife/runtime/driver"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
 // ErrNoMatch is returned by RunCatalog when no scenario matches.
 var ErrNoMatch = errors.New("no scenario matches")
+
+// ErrEmptyShard is returned by RunCatalog when the shard asked for gets
+// none of the selected scenarios (more shards than scenarios).
+var ErrEmptyShard = errors.New("the shard has no scenario")
 
 // RunOptions configures RunCatalog.
 type RunOptions struct {
@@ -31,6 +36,9 @@ type RunOptions struct {
 	Dir string
 	// Run, when not nil, selects the scenarios whose name it matches.
 	Run *regexp.Regexp
+	// Shard, when enabled, runs only its share of the selected scenarios
+	// (sorted by name, index modulo Total); see package internal/shard.
+	Shard shard.Spec
 	// Parallel is how many scenarios run at once; zero means twice
 	// GOMAXPROCS (scenarios mostly wait on processes).
 	Parallel int
@@ -104,6 +112,11 @@ func RunCatalog(ctx context.Context, ro RunOptions) (*Report, error) {
 	}
 	if len(selected) == 0 {
 		return nil, ErrNoMatch
+	}
+	selected = shard.Take(ro.Shard, selected)
+	if len(selected) == 0 {
+		// More shards than scenarios: this one has nothing to do.
+		return nil, ErrEmptyShard
 	}
 	tmp, err := os.MkdirTemp("", "mcplife-scenarios-")
 	if err != nil {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/mcplife/mcplife/conformance"
+	"github.com/mcplife/mcplife/internal/shard"
 	"github.com/mcplife/mcplife/runtime/driver"
 )
 
@@ -38,6 +40,7 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	list := fs.Bool("list", false, "list the requirements and exit")
 	var sf stressFlags
 	sf.register(fs)
+	shardFlag := fs.String("shard", "", "run only shard `I/N` of the selected requirements (sorted by id, index modulo N); merge the -json reports with harness merge-reports")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: harness conformance [flags]\n\n"+
 			"Runs the conformance suite against an implementation behind a driver\n"+
@@ -93,6 +96,19 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	for _, p := range confSplitList(*profiles) {
 		cfg.Profiles = append(cfg.Profiles, driver.Profile(p))
 	}
+	sh, err := shard.Parse(*shardFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness conformance: -shard: %v\n", err)
+		return 2
+	}
+	if sh.Enabled() {
+		cfg.IDs = shardRequirements(sh, cfg.Profiles, cfg.IDs)
+		if len(cfg.IDs) == 0 {
+			fmt.Fprintf(stdout, "shard %s has no requirement (more shards than requirements)\n", sh)
+			return 0
+		}
+		fmt.Fprintf(stdout, "shard %s: %d requirements\n", sh, len(cfg.IDs))
+	}
 	if *impl != "" {
 		argv, err := conformance.SplitCommand(*impl)
 		if err != nil {
@@ -123,6 +139,23 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// shardRequirements returns the ids of shard sh's requirements among those
+// selected by profiles and ids (all when empty), sorted by id.
+func shardRequirements(sh shard.Spec, profiles []driver.Profile, ids []string) []string {
+	var all []string
+	for _, r := range conformance.Requirements() {
+		if len(profiles) > 0 && !slices.Contains(profiles, r.Profile) {
+			continue
+		}
+		if len(ids) > 0 && !slices.Contains(ids, r.ID) {
+			continue
+		}
+		all = append(all, r.ID)
+	}
+	slices.Sort(all)
+	return shard.Take(sh, all)
 }
 
 func confSplitList(s string) []string {

@@ -4,9 +4,12 @@
 //
 // Usage:
 //
-//	harness run [-run REGEX] [-dir DIR] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-stress N] [-v]
+//	harness run [-run REGEX] [-shard I/N] [-dir DIR] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-stress N] [-v]
 //	harness list
-//	harness conformance [-impl 'CMD'] [flags]
+//	harness conformance [-impl 'CMD'] [-shard I/N] [-stress N] [flags]
+//	harness merge-reports -o OUT.json REPORT.json...
+//	harness bench [-runs N] [-workload LIST] [-json FILE]
+//	harness bench -compare OLD.json NEW.json
 //	harness doctor [-config FILE ...] [-trust] [-json] [-watch]
 //	harness timeline [-o FILE] TRACE...
 //	harness driver
@@ -73,6 +76,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDriverCheck(rest, stdout, stderr)
 	case "mutation-report":
 		return runMutationReport(rest, stdout, stderr)
+	case "bench":
+		return runBench(rest, stdout, stderr)
+	case "merge-reports":
+		return runMerge(rest, stdout, stderr)
 	case "fixture":
 		return fixture.Main()
 	case "version":
@@ -91,18 +98,21 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: harness <command> [flags]
 
 commands:
-  run          run the scenario catalog (default: against the reference runtime)
-  list         list the scenarios: number, name, description
-  conformance  run the conformance suite against an implementation
-  doctor       connect every configured MCP server and report what is wrong
-  timeline     draw a trace of lifecycle events as an SVG or HTML timeline
-  driver       serve the reference runtime over the driver protocol on stdin/stdout
-  driver-check check a driver's handshake and basic requests before running the suite
+  run              run the scenario catalog (default: against the reference runtime)
+  list             list the scenarios: number, name, description
+  conformance      run the conformance suite against an implementation
+  driver-check     check a driver's handshake and basic requests before running the suite
+  matrix           render docs/MATRIX.md from the drivers' stored verdicts
+  doctor           connect every configured MCP server and report what is wrong
+  proxy            forward to a real MCP server and inject faults on demand
+  record           record a session against real servers (events and wire) to a trace
+  repro            turn a recorded trace into a scenario replaying it against the fixture
+  timeline         draw a trace of lifecycle events as an SVG or HTML timeline
+  bench            measure scale: 500 servers, concurrent calls, restart storm, cache gate
+  merge-reports    merge the -json reports of sharded runs (-shard I/N)
   mutation-report  print the mutation scores of a .ci/mutation results directory
-  fixture      run the fixture MCP server (same MCP_FIXTURE_* knobs)
-  proxy        forward to a real MCP server and inject faults on demand
-  record       record a session against real servers (events and wire) to a trace
-  repro        turn a recorded trace into a scenario replaying it against the fixture
-  version      print the harness version
+  driver           serve the reference runtime over the driver protocol on stdin/stdout
+  fixture          run the fixture MCP server (same MCP_FIXTURE_* knobs)
+  version          print the harness version
 `)
 }

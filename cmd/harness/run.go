@@ -16,11 +16,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcplife/mcplife/internal/shard"
 	"github.com/mcplife/mcplife/runtime/driver"
 	"github.com/mcplife/mcplife/scenarios"
 )
 
-const runUsage = `usage: harness run [-run REGEX] [-dir DIR] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-v] [flags]
+const runUsage = `usage: harness run [-run REGEX] [-shard I/N] [-dir DIR] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-stress N] [-v] [flags]
 
 Runs the scenario catalog (embedded in this binary; see harness list)
 against the reference runtime in this process, or against the
@@ -49,6 +50,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	sf.register(fs)
 	timelineDir := fs.String("timeline", "", "write a timeline of every scenario to `DIR`: NNN-slug.svg, .html and the events as .jsonl")
 	dir := fs.String("dir", "", "run the scenario files (NNN-slug.txtar) of `DIR` instead of the embedded catalog, e.g. one written by harness repro")
+	shardFlag := fs.String("shard", "", "run only shard `I/N` of the selected scenarios (sorted by name, index modulo N); merge the -json reports with harness merge-reports")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, runUsage)
@@ -82,6 +84,12 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		}
 		ro.KeepEvents = true
 	}
+	sh, err := shard.Parse(*shardFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness run: -shard: %v\n", err)
+		return 2
+	}
+	ro.Shard = sh
 	if *runPattern != "" {
 		re, err := regexp.Compile(*runPattern)
 		if err != nil {
@@ -117,6 +125,15 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		var ve *driver.VersionError
 		switch {
+		case errors.Is(err, scenarios.ErrEmptyShard):
+			fmt.Fprintf(stdout, "shard %s has no scenario (more shards than scenarios)\n", sh)
+			if *jsonFile != "" {
+				if err := writeJSONReport(*jsonFile, &scenarios.Report{Hello: &driver.HelloResult{}}); err != nil {
+					fmt.Fprintf(stderr, "harness run: -json: %v\n", err)
+					return 1
+				}
+			}
+			return 0
 		case errors.Is(err, scenarios.ErrNoMatch):
 			fmt.Fprintf(stderr, "harness run: no scenario matches -run %q (harness list shows them)\n", *runPattern)
 		case errors.As(err, &ve):

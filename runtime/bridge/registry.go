@@ -106,13 +106,24 @@ type Collision struct {
 // replacing the winner's server makes the next one visible again.
 //
 // A Registry is safe for concurrent use. The zero value is an empty registry.
+//
+// Replace and Remove touch only the exposed names of the server they change
+// (O(tools of that server)), so registering N servers one by one costs
+// O(total tools), not O(N x total tools). The sorted views (List,
+// Collisions) are rebuilt on first use after a change.
 type Registry struct {
 	mu       sync.RWMutex
 	byServer map[string][]Tool
-	// Derived from byServer by rebuild.
-	visible    []Tool         // one tool per exposed name, sorted by Name
-	index      map[string]int // exposed name -> position in visible
-	collisions []Collision    // sorted by Name, then Loser (Server, MCPName)
+	// byName holds, per exposed name, every tool mapping to it, sorted by
+	// (Server, MCPName): the first one is exposed, the rest are hidden.
+	byName map[string][]Tool
+
+	// Derived from byName on first use after a change; guarded by viewMu
+	// (and read under mu).
+	viewMu     sync.Mutex
+	dirty      bool
+	visible    []Tool      // one tool per exposed name, sorted by Name
+	collisions []Collision // sorted by Name, then Loser (Server, MCPName)
 }
 
 // NewRegistry returns an empty registry.
@@ -126,29 +137,47 @@ func NewRegistry() *Registry { return &Registry{} }
 func (r *Registry) Replace(server string, tools []Tool) []Collision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.removeLocked(server)
 	if len(tools) == 0 {
-		delete(r.byServer, server)
-	} else {
-		cp := make([]Tool, len(tools))
-		for i, t := range tools {
-			t.Server = server
-			if t.Name == "" {
-				t.Name = ToolName(server, t.MCPName)
-			}
-			cp[i] = t
-		}
-		if r.byServer == nil {
-			r.byServer = make(map[string][]Tool)
-		}
-		r.byServer[server] = cp
+		return nil
 	}
-	r.rebuild()
+	cp := make([]Tool, len(tools))
+	for i, t := range tools {
+		t.Server = server
+		if t.Name == "" {
+			t.Name = ToolName(server, t.MCPName)
+		}
+		cp[i] = t
+	}
+	if r.byServer == nil {
+		r.byServer = make(map[string][]Tool)
+		r.byName = make(map[string][]Tool)
+	}
+	r.byServer[server] = cp
+	// Append in the caller's order, then sort each touched name stably:
+	// equal (Server, MCPName) pairs can only come from this server and keep
+	// the caller's order.
+	var names []string
+	touched := make(map[string]bool, len(cp))
+	for _, t := range cp {
+		if !touched[t.Name] {
+			touched[t.Name] = true
+			names = append(names, t.Name)
+		}
+		r.byName[t.Name] = append(r.byName[t.Name], t)
+	}
 	var out []Collision
-	for _, c := range r.collisions {
-		if c.Winner.Server == server || c.Loser.Server == server {
-			out = append(out, c)
+	for _, name := range names {
+		cands := r.byName[name]
+		slices.SortStableFunc(cands, compareOwner)
+		for _, loser := range cands[1:] {
+			if cands[0].Server == server || loser.Server == server {
+				out = append(out, Collision{Name: name, Winner: cands[0], Loser: loser})
+			}
 		}
 	}
+	slices.SortStableFunc(out, func(a, b Collision) int { return cmp.Compare(a.Name, b.Name) })
+	r.markDirty()
 	return out
 }
 
@@ -156,13 +185,60 @@ func (r *Registry) Replace(server string, tools []Tool) []Collision {
 func (r *Registry) Remove(server string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.removeLocked(server)
+}
+
+// removeLocked drops server's tools from byServer and byName; mu is held
+// for writing.
+func (r *Registry) removeLocked(server string) int {
 	ts, ok := r.byServer[server]
 	if !ok {
 		return 0
 	}
 	delete(r.byServer, server)
-	r.rebuild()
+	for _, t := range ts {
+		cands, ok := r.byName[t.Name]
+		if !ok {
+			continue // a name listed twice by this server, already done
+		}
+		kept := slices.DeleteFunc(cands, func(c Tool) bool { return c.Server == server })
+		if len(kept) == 0 {
+			delete(r.byName, t.Name)
+		} else {
+			r.byName[t.Name] = kept
+		}
+	}
+	r.markDirty()
 	return len(ts)
+}
+
+func (r *Registry) markDirty() {
+	r.viewMu.Lock()
+	r.dirty = true
+	r.viewMu.Unlock()
+}
+
+// view returns the sorted views, rebuilding them if a change made them
+// stale. mu is held (for reading at least).
+func (r *Registry) view() (visible []Tool, collisions []Collision) {
+	r.viewMu.Lock()
+	defer r.viewMu.Unlock()
+	if r.dirty {
+		r.visible = make([]Tool, 0, len(r.byName))
+		r.collisions = nil
+		for _, cands := range r.byName {
+			r.visible = append(r.visible, cands[0])
+		}
+		slices.SortFunc(r.visible, func(a, b Tool) int { return cmp.Compare(a.Name, b.Name) })
+		for _, v := range r.visible {
+			cands := r.byName[v.Name]
+			for _, loser := range cands[1:] {
+				r.collisions = append(r.collisions, Collision{Name: v.Name, Winner: cands[0], Loser: loser})
+			}
+		}
+		r.dirty = false
+	}
+	return r.visible, r.collisions
 }
 
 // List returns the exposed tools, exactly one per exposed name, sorted by
@@ -170,18 +246,19 @@ func (r *Registry) Remove(server string) int {
 func (r *Registry) List() []Tool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return slices.Clone(r.visible)
+	visible, _ := r.view()
+	return slices.Clone(visible)
 }
 
 // Lookup returns the tool exposed under name.
 func (r *Registry) Lookup(name string) (Tool, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	i, ok := r.index[name]
+	cands, ok := r.byName[name]
 	if !ok {
 		return Tool{}, false
 	}
-	return r.visible[i], true
+	return cands[0], true
 }
 
 // Servers returns the sorted names of the servers holding at least one tool.
@@ -209,38 +286,11 @@ func (r *Registry) ServerTools(server string) []Tool {
 func (r *Registry) Collisions() []Collision {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return slices.Clone(r.collisions)
+	_, collisions := r.view()
+	return slices.Clone(collisions)
 }
 
 // compareOwner orders tools by (Server, MCPName), the collision precedence.
 func compareOwner(a, b Tool) int {
 	return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.MCPName, b.MCPName))
-}
-
-// rebuild recomputes the derived view. Called with mu held for writing.
-func (r *Registry) rebuild() {
-	var all []Tool
-	for _, ts := range r.byServer {
-		all = append(all, ts...)
-	}
-	// Sort by exposed name, then precedence. Equal (Server, MCPName) pairs
-	// can only come from one server's slice, where the stable sort keeps the
-	// caller's order; map iteration order never matters because different
-	// servers never compare equal.
-	slices.SortStableFunc(all, func(a, b Tool) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), compareOwner(a, b))
-	})
-	r.visible = r.visible[:0:0]
-	r.index = make(map[string]int, len(all))
-	r.collisions = nil
-	for i := 0; i < len(all); {
-		j := i + 1
-		for j < len(all) && all[j].Name == all[i].Name {
-			r.collisions = append(r.collisions, Collision{Name: all[i].Name, Winner: all[i], Loser: all[j]})
-			j++
-		}
-		r.index[all[i].Name] = len(r.visible)
-		r.visible = append(r.visible, all[i])
-		i = j
-	}
 }

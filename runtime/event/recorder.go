@@ -21,10 +21,12 @@ type Recorder struct {
 	logger *slog.Logger
 	limit  int
 
-	mu      sync.Mutex
-	seq     uint64
-	events  []Event // a ring of at most limit events when limit > 0
-	head    int     // index of the oldest event once the ring is full
+	mu     sync.Mutex
+	seq    uint64
+	events []Event // a ring of at most limit events when limit > 0
+	head   int     // index of the oldest event once the ring is full
+	// changed is closed by the next emit; nil while nobody awaits, so an
+	// emit nobody waits for allocates no channel.
 	changed chan struct{}
 	subs    map[*subscription]struct{}
 }
@@ -48,12 +50,11 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 		c = clock.Real{}
 	}
 	return &Recorder{
-		clock:   c,
-		start:   c.Now(),
-		logger:  opts.Logger,
-		limit:   opts.Limit,
-		changed: make(chan struct{}),
-		subs:    make(map[*subscription]struct{}),
+		clock:  c,
+		start:  c.Now(),
+		logger: opts.Logger,
+		limit:  opts.Limit,
+		subs:   make(map[*subscription]struct{}),
 	}
 }
 
@@ -76,14 +77,21 @@ func (r *Recorder) EmitSession(session, server string, kind Kind, attrs ...Attr)
 	e.Seq = r.seq
 	e.At = r.clock.Since(r.start)
 	r.push(e)
-	close(r.changed)
-	r.changed = make(chan struct{})
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
 	for s := range r.subs {
 		s.push(e)
 	}
 	r.mu.Unlock()
+	// Check Enabled first: boxing e for a logger that drops it would cost
+	// an allocation on every emit.
 	if r.logger != nil {
-		r.logger.Log(context.Background(), levelOf(kind), string(kind), "event", e)
+		ctx := context.Background()
+		if level := levelOf(kind); r.logger.Enabled(ctx, level) {
+			r.logger.Log(ctx, level, string(kind), "event", e)
+		}
 	}
 	return e
 }
@@ -146,6 +154,9 @@ func (r *Recorder) Last() uint64 {
 func (r *Recorder) Await(ctx context.Context, after uint64, m Matcher) (Event, error) {
 	for {
 		r.mu.Lock()
+		if r.changed == nil {
+			r.changed = make(chan struct{})
+		}
 		ch := r.changed
 		var found *Event
 		r.each(func(e Event) bool {

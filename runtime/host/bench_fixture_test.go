@@ -39,6 +39,7 @@ func benchServers(b *testing.B, dir string, n, hung int) map[string]json.RawMess
 
 func benchRuntime(b *testing.B, servers map[string]json.RawMessage, cacheDir string) *Runtime {
 	rt, err := New(Options{
+		Logger:    discardLogger(),
 		CacheDir:  cacheDir,
 		Discovery: config.Options{Inline: servers, HomeDir: b.TempDir(), Env: func(string) (string, bool) { return "", false }},
 	})

@@ -82,9 +82,10 @@ func (s *server) readyConn(ctx context.Context) (*connection, error) {
 // probes; an unhealthy server is restarted and, unless disabled, the call is
 // retried once on the new connection.
 //
-// started is called once the call's watchdog is armed.
-func (s *server) callTool(ctx context.Context, name string, args any, started func()) (*mcp.CallToolResult, error) {
-	res, err, conn := s.callOnce(ctx, name, args, started)
+// ci names the call in events; its tool.call_started is emitted once the
+// call's watchdog is armed.
+func (s *server) callTool(ctx context.Context, name string, args any, ci *callInfo) (*mcp.CallToolResult, error) {
+	res, err, conn := s.callOnce(ctx, name, args, ci, true)
 	if conn == nil {
 		return res, err
 	}
@@ -118,7 +119,7 @@ func (s *server) callTool(ctx context.Context, name string, args any, started fu
 	if s.rt.opts.NoRetryAfterRestart {
 		return nil, err
 	}
-	res, err, _ = s.callOnce(ctx, name, args, func() {})
+	res, err, _ = s.callOnce(ctx, name, args, ci, false)
 	return res, err
 }
 
@@ -128,7 +129,7 @@ func (s *server) callTool(ctx context.Context, name string, args any, started fu
 // The call runs in the caller's goroutine: the watchdog (the tool timeout)
 // and the SDK's padded request deadline are timers on the clock that cancel
 // one request context, and the connection's end cancels it too.
-func (s *server) callOnce(ctx context.Context, name string, args any, started func()) (_ *mcp.CallToolResult, _ error, timedOutOn *connection) {
+func (s *server) callOnce(ctx context.Context, name string, args any, ci *callInfo, first bool) (_ *mcp.CallToolResult, _ error, timedOutOn *connection) {
 	timeout := s.toolTimeout()
 	if d, ok := callTimeout(ctx); ok {
 		timeout = d
@@ -143,7 +144,9 @@ func (s *server) callOnce(ctx context.Context, name string, args any, started fu
 		})
 		defer wd.Stop()
 	}
-	started()
+	if first {
+		ci.started(s.name)
+	}
 	timeoutErr := func(cause error) error {
 		return &ServerError{Code: CodeToolTimeout, Server: s.name, Kind: ErrToolTimeout, Cause: cause,
 			Detail: fmt.Sprintf("tool %q timed out after %s", name, timeout)}
@@ -184,7 +187,7 @@ func (s *server) callOnce(ctx context.Context, name string, args any, started fu
 	case err == nil:
 		return res, nil, nil
 	case timedOut.Load():
-		s.emit(event.ToolTimeout, event.String("call", infoOf(ctx).id), event.String("tool", infoOf(ctx).tool), event.Millis("timeout_ms", timeout))
+		s.emit(event.ToolTimeout, event.String("call", ci.id), event.String("tool", ci.tool), event.Millis("timeout_ms", timeout))
 		return nil, timeoutErr(nil), conn
 	case ctx.Err() != nil:
 		if s.rt.faults.on(faultAbortProbes) {
@@ -231,10 +234,17 @@ func callTimeout(ctx context.Context) (time.Duration, bool) {
 	return d, ok
 }
 
-type callInfoKey struct{}
+// callInfo names a call in events: the session making it, the call's id and
+// the exposed tool name.
+type callInfo struct {
+	sess     *Session
+	id, tool string
+}
 
-// callInfo names a call in events.
-type callInfo struct{ id, tool string }
+// started emits tool.call_started.
+func (ci *callInfo) started(server string) {
+	ci.sess.emit(server, event.ToolCallStarted, event.String("call", ci.id), event.String("tool", ci.tool))
+}
 
 // WithCallID returns a context whose CallTool uses id to name the call in
 // events (tool.call_started, tool.call_finished, tool.timeout), so a harness
@@ -248,11 +258,6 @@ type callIDKey struct{}
 func callID(ctx context.Context) (string, bool) {
 	id, ok := ctx.Value(callIDKey{}).(string)
 	return id, ok && id != ""
-}
-
-func infoOf(ctx context.Context) callInfo {
-	ci, _ := ctx.Value(callInfoKey{}).(callInfo)
-	return ci
 }
 
 // restartState reports a restart's state to a caller that will not wait for

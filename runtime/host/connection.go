@@ -47,7 +47,11 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	case <-ctx.Done():
 		return nil, nil, context.Cause(ctx)
 	}
-	defer func() { <-rt.connectSem }()
+	rt.connects.enter()
+	defer func() {
+		rt.connects.leave()
+		<-rt.connectSem
+	}()
 
 	transportName := string(s.cfg.EffectiveType())
 	resolved, diags := rt.resolver.Resolve(ctx, s.cfg)

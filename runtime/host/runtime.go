@@ -33,6 +33,7 @@ type Runtime struct {
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 	connectSem chan struct{}
+	connects   connectGauge
 	faults     faults
 
 	mu          sync.Mutex

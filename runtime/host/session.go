@@ -293,19 +293,17 @@ func (sess *Session) CallTool(ctx context.Context, name string, args any) (bridg
 	tool, ok := sess.tools.Lookup(name)
 	s := sess.servers[tool.Server]
 	sess.calls++
-	call := sess.name + "-" + strconv.Itoa(sess.calls)
+	n := sess.calls
 	sess.mu.Unlock()
-	if id, ok := callID(ctx); ok {
-		call = id
+	call, named := callID(ctx)
+	if !named {
+		call = sess.name + "-" + strconv.Itoa(n)
 	}
-	ctx = context.WithValue(ctx, callInfoKey{}, callInfo{id: call, tool: name})
 	if !ok || s == nil {
 		return bridge.Result{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
-	started := func() {
-		sess.emit(s.name, event.ToolCallStarted, event.String("call", call), event.String("tool", name))
-	}
-	res, err := s.callTool(ctx, tool.MCPName, args, started)
+	ci := &callInfo{sess: sess, id: call, tool: name}
+	res, err := s.callTool(ctx, tool.MCPName, args, ci)
 	opts := bridge.Options{Server: s.name, Tool: name, MCPTool: tool.MCPName, Source: tool.Source, MaxChars: s.maxResultChars()}
 	var r bridge.Result
 	outcome := "ok"
@@ -337,9 +335,11 @@ func (sess *Session) CallTool(ctx context.Context, name string, args any) (bridg
 		sess.emit(s.name, event.ToolInjectionSignal, event.String("tool", name), event.Strings("signals", r.Signals))
 	}
 	code := r.Code
-	var se *ServerError
-	if code == "" && errors.As(err, &se) {
-		code = se.Code
+	if code == "" && err != nil {
+		var se *ServerError
+		if errors.As(err, &se) {
+			code = se.Code
+		}
 	}
 	sess.emit(s.name, event.ToolCallFinished, event.String("call", call), event.String("tool", name), event.String("outcome", outcome), event.String("code", code))
 	return r, err

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchSmoke runs every workload of harness bench at a tiny size, with
+// this test binary as the fixture (through an mcp-fixture link), and
+// compares the report with itself.
+func TestBenchSmoke(t *testing.T) {
+	dir := t.TempDir()
+	fx := filepath.Join(dir, "mcp-fixture")
+	if err := os.Symlink(exe(t), fx); err != nil {
+		t.Fatal(err)
+	}
+	jf := filepath.Join(dir, "bench.json")
+	code, out, errs := harness(t, "bench", "-fixture", fx, "-runs", "1", "-servers", "5", "-call-servers", "2", "-calls", "20",
+		"-storm-servers", "3", "-cache-servers", "3", "-cache-slow", "1", "-slow-init", "300ms", "-json", jf)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{"startup", "processes-left", "calls ", "failures", "storm", "peak-concurrent-connects", "cache", "gate-warm"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errs, "startup  run 1/1") {
+		t.Errorf("no progress on stderr:\n%s", errs)
+	}
+	code, out, errs = harness(t, "bench", "-compare", jf, jf)
+	if code != 0 || !strings.Contains(out, "+0.0%") {
+		t.Fatalf("compare: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if code, _, _ := harness(t, "bench", "-workload", "nope"); code != 2 {
+		t.Errorf("unknown workload: exit %d, want 2", code)
+	}
+}
