@@ -3,6 +3,7 @@ package conformance
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -269,4 +270,40 @@ func (r *Result) WriteSummary(w io.Writer) {
 	fmt.Fprintf(&b, "conformance %s\n", verdict)
 	fmt.Fprintf(&b, "%d passed, %d failed, %d skipped\n", r.Passed, r.Failed, r.Skipped)
 	_, _ = w.Write(b.Bytes())
+}
+
+// SpecVerdict is the verdict on one requirement read back from a JSON
+// report written with Config.JSONReport.
+type SpecVerdict struct {
+	ID      string
+	State   types.SpecState
+	Message string
+}
+
+// ReadJSONReport reads the per-requirement verdicts of a JSON report
+// (ginkgo's format, as `harness conformance -json` writes it).
+func ReadJSONReport(path string) ([]SpecVerdict, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the JSON report: %w", err)
+	}
+	var reports []types.Report
+	if err := json.Unmarshal(b, &reports); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(reports) != 1 {
+		return nil, fmt.Errorf("%s: %d suite reports, want 1", path, len(reports))
+	}
+	var out []SpecVerdict
+	for _, sr := range reports[0].SpecReports {
+		r, ok := reqOf(sr)
+		if !ok {
+			if sr.State.Is(types.SpecStateFailureStates) {
+				out = append(out, SpecVerdict{ID: "suite:" + sr.LeafNodeType.String(), State: sr.State, Message: sr.Failure.Message})
+			}
+			continue
+		}
+		out = append(out, SpecVerdict{ID: r.ID, State: sr.State, Message: sr.Failure.Message})
+	}
+	return out, nil
 }

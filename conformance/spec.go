@@ -84,7 +84,7 @@ func (c *Claim) Verify(ok bool, format string, args ...any) {
 	ginkgo.GinkgoHelper()
 	seen := fmt.Sprintf(format, args...)
 	if !ok {
-		c.h.fail("%s: %s: got %s", c.src, c.text, seen)
+		c.h.fail("[%s] expected: %s\n  observed: %s", c.src, c.text, seen)
 	}
 	o := observation{src: c.src, claim: c.text, seen: seen}
 	c.proof = &o

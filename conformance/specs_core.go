@@ -300,7 +300,7 @@ var _ = Spec(Requirement{
 		early = timeout / 2
 	}
 	h.Pass(early)
-	h.Settle()
+	h.AwaitTimerDue(timeout-early, "the call's tool timeout")
 	h.Verify(Response, !h.HasResult(id), "the call is still running before its timeout", "%s after %d ms", pick(h.HasResult(id), "finished", "running"), early)
 	h.Pass(timeout - early)
 	r := h.Result(id)
@@ -328,7 +328,7 @@ var _ = Spec(Requirement{
 	h.Pass(short)
 	r := h.Result(quick)
 	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeToolTimeout), "the call with the short timeout fails with mcp_tool_timeout", "error=%v", r.Error)
-	h.Settle()
+	// Bound: the short call's result; the long call's timeout is 59 s away.
 	h.Verify(Response, !h.HasResult(long), "the call under the default timeout is still running", "%s", pick(h.HasResult(long), "finished", "running"))
 	h.Verify(Journal, len(h.Journal("fx").Launches()) == 1 && h.Journal("fx").Count("hang-start") == 2, "both calls reached the one server process", "launches=%d", len(h.Journal("fx").Launches()))
 })

@@ -12,26 +12,21 @@ import (
 // Requirements of the startup-gate profile: seed 000's bounded session
 // start, deferred tools from the cache and late registration.
 
-// slowFixture is a fixture whose initialize answer is delayed by the
-// environment variable FX_DELAY of the implementation's config layer: the
-// configuration as written stays the same whatever the delay, so the tool
-// cache recorded with FX_DELAY=0 applies when the server is slow.
+// slowFixture is a fixture that answers initialize only once the file named
+// by the variable FX_WAIT of the implementation's config layer exists (see
+// H.InitHold): the configuration as written stays the same whichever file
+// it names, so the tool cache recorded with a released hold applies when
+// the server is held.
 func slowFixture(h *H) Server {
-	return h.Fixture("fx", Knobs{"MCP_FIXTURE_INIT_DELAY_MS": "${FX_DELAY}"})
+	return h.Fixture("fx", Knobs{"MCP_FIXTURE_INIT_WAIT_FILE": "${FX_WAIT}"})
 }
-
-// slowDelay is how long, in real time, a slow fixture takes to answer
-// initialize: far longer than any harness step that must happen before it.
-// Specs that wait for the answer use the shorter waitDelay.
-const (
-	slowDelay = "2000"
-	waitDelay = "1000"
-)
 
 // warmCache runs a first driver whose fast connect writes the tool cache of
 // the slow fixture, then shuts it down.
 func warmCache(h *H) {
-	h.Start(Setup{Servers: map[string]Server{"fx": slowFixture(h)}, Env: map[string]string{"FX_DELAY": "0"}, Cache: true})
+	released, release := h.InitHold("warm")
+	release()
+	h.Start(Setup{Servers: map[string]Server{"fx": slowFixture(h)}, Env: map[string]string{"FX_WAIT": released}, Cache: true})
 	h.Open("warm")
 	h.Await(Ev(event.CacheWritten, "fx"))
 	h.StopDriver()
@@ -44,15 +39,16 @@ var _ = Spec(Requirement{
 }, func(h *H) {
 	const gate = 400
 	warmCache(h)
+	hold, _ := h.InitHold("fx")
 	h.Start(Setup{
-		Servers: map[string]Server{"fx": slowFixture(h)}, Env: map[string]string{"FX_DELAY": slowDelay}, Cache: true,
+		Servers: map[string]Server{"fx": slowFixture(h)}, Env: map[string]string{"FX_WAIT": hold}, Cache: true,
 		Options: &driver.StartOptions{StartupGateMs: Ms(gate)},
 	})
 	open := h.OpenAsync("main")
 	opened := h.Await(Ev(event.GateOpened, ""))
 	h.AwaitJournal("fx", "launch", 2)
 	h.Advance(gate - 1)
-	h.Settle()
+	h.AwaitTimerDue(1, "the startup gate")
 	h.Verify(Response, !open.Answered(), "session.open is still waiting 1 ms before the gate", "%s", pick(open.Answered(), "answered", "waiting"))
 	h.Advance(1)
 	rep := open.Report()
@@ -71,12 +67,13 @@ var _ = Spec(Requirement{
 	Source:    Source{"seed 000", "Fast startup gate waits up to 250ms"},
 }, func(h *H) {
 	warmCache(h)
-	h.Start(Setup{Servers: map[string]Server{"fx": slowFixture(h)}, Env: map[string]string{"FX_DELAY": slowDelay}, Cache: true})
+	hold, _ := h.InitHold("fx")
+	h.Start(Setup{Servers: map[string]Server{"fx": slowFixture(h)}, Env: map[string]string{"FX_WAIT": hold}, Cache: true})
 	open := h.OpenAsync("main")
 	h.Await(Ev(event.GateOpened, ""))
 	h.AwaitJournal("fx", "launch", 2)
 	h.Advance(249)
-	h.Settle()
+	h.AwaitTimerDue(1, "the startup gate")
 	h.Verify(Response, !open.Answered(), "session.open is still waiting at 249 ms", "%s", pick(open.Answered(), "answered", "waiting"))
 	h.Advance(1)
 	rep := open.Report()
@@ -91,7 +88,8 @@ var _ = Spec(Requirement{
 	Source:    Source{"seed 000", "still-pending tasks use cached tool definitions if available to create DeferredMCPTools; DeferredMCPTool waits for waitForConnection(server) before calling"},
 }, func(h *H) {
 	warmCache(h)
-	h.Start(Setup{Servers: map[string]Server{"fx": slowFixture(h)}, Env: map[string]string{"FX_DELAY": waitDelay}, Cache: true})
+	hold, release := h.InitHold("fx")
+	h.Start(Setup{Servers: map[string]Server{"fx": slowFixture(h)}, Env: map[string]string{"FX_WAIT": hold}, Cache: true})
 	open := h.OpenAsync("main")
 	h.Await(Ev(event.GateOpened, ""))
 	h.AwaitJournal("fx", "launch", 2)
@@ -106,6 +104,8 @@ var _ = Spec(Requirement{
 	}
 	h.Verify(Response, deferred == 9 && len(tools) == 9, "the 9 cached tools are listed, marked deferred", "%d tools, %d deferred", len(tools), deferred)
 	id := h.Call("main", "mcp_fx_echo", map[string]any{"text": "waited"})
+	h.Await(Ev(event.ToolCallStarted, "fx"))
+	release()
 	r := h.Result(id)
 	j := h.Journal("fx")
 	var order []string
@@ -144,14 +144,20 @@ var _ = Spec(Requirement{
 	Statement: "An implementation MUST, without late registration, hold session.open past the gate for a pending server that has no cached tools, until that server connects or fails.",
 	Source:    Source{"seed 000", "still-pending tasks: otherwise block until those pending tasks settle ... Hard wait for correctness"},
 }, func(h *H) {
+	hold, release := h.InitHold("fx")
 	h.Start(Setup{
-		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_INIT_DELAY_MS": "500"})},
+		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_INIT_WAIT_FILE": hold})},
 		Options: &driver.StartOptions{StartupGateMs: Ms(250), LateRegistration: Bool(false)},
 	})
 	open := h.OpenAsync("main")
 	h.Await(Ev(event.GateOpened, ""))
-	h.AwaitJournal("fx", "launch", 1)
+	h.AwaitJournal("fx", "init-wait", 1)
 	h.Advance(250)
+	// A snapshot once the gate's time has passed: the implementation
+	// announces no decision to hold, and the server cannot answer before
+	// the hold is released.
+	h.Verify(Response, !open.Answered(), "session.open still waits past the gate while the server has not answered initialize", "%s", pick(open.Answered(), "answered", "waiting"))
+	release()
 	rep := open.Report()
 	j := h.Journal("fx")
 	h.Verify(Journal, j.Count("tools-list") >= 1, "session.open returned only after the server had listed its tools", "journal kinds %v", kinds(j))
@@ -163,8 +169,9 @@ var _ = Spec(Requirement{
 	Statement: "An implementation MUST, with options.lateRegistration, answer session.open at the gate without waiting for a pending server that has no cached tools, and register that server's tools in the session when it connects.",
 	Source:    Source{"reference semantics", "Later versions, after a field report of a 25 s startup hang, stopped blocking on pending servers without cache and register their tools when they arrive"},
 }, func(h *H) {
+	hold, release := h.InitHold("fx")
 	h.Start(Setup{
-		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_INIT_DELAY_MS": waitDelay})},
+		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_INIT_WAIT_FILE": hold})},
 		Options: &driver.StartOptions{StartupGateMs: Ms(250), LateRegistration: Bool(true)},
 	})
 	open := h.OpenAsync("main")
@@ -174,6 +181,7 @@ var _ = Spec(Requirement{
 	rep := open.Report()
 	h.Verify(Journal, h.Journal("fx").Count("initialize") == 0, "session.open returned before the server answered initialize", "journal kinds %v", kinds(h.Journal("fx")))
 	h.Verify(Response, contains(rep.Late, "fx") && len(h.ToolNames("main", "fx")) == 0, "the report lists it late, with no tools yet", "late=%v tools=%v", rep.Late, h.ToolNames("main", "fx"))
+	release()
 	h.AwaitJournal("fx", "tools-list", 1)
 	h.Await(Ev(event.ToolsRegistered, "fx"))
 	h.Eventually("the late server's tools in the session", func() bool { return len(h.ToolNames("main", "fx")) == 9 })
@@ -188,7 +196,9 @@ var _ = Spec(Requirement{
 }, func(h *H) {
 	const secret1, secret2 = "s3cret-rotated-0001", "s3cret-rotated-0002"
 	srv := slowFixture(h).WithEnv(map[string]string{"API_TOKEN": "${TOKEN}"})
-	h.Start(Setup{Servers: map[string]Server{"fx": srv}, Env: map[string]string{"FX_DELAY": "0", "TOKEN": secret1}, Cache: true})
+	released, release := h.InitHold("warm")
+	release()
+	h.Start(Setup{Servers: map[string]Server{"fx": srv}, Env: map[string]string{"FX_WAIT": released, "TOKEN": secret1}, Cache: true})
 	h.Open("warm")
 	h.Await(Ev(event.CacheWritten, "fx"))
 	h.StopDriver()
@@ -202,7 +212,8 @@ var _ = Spec(Requirement{
 		return nil
 	})
 	h.Verify(Files, leaked == "" && dirHasFiles(h.CacheDir()), "the cache was written without the secret value", "secret found in %q", leaked)
-	h.Start(Setup{Servers: map[string]Server{"fx": srv}, Env: map[string]string{"FX_DELAY": slowDelay, "TOKEN": secret2}, Cache: true})
+	hold, _ := h.InitHold("fx")
+	h.Start(Setup{Servers: map[string]Server{"fx": srv}, Env: map[string]string{"FX_WAIT": hold, "TOKEN": secret2}, Cache: true})
 	open := h.OpenAsync("main")
 	h.Await(Ev(event.GateOpened, ""))
 	h.AwaitJournal("fx", "launch", 2)

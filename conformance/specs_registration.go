@@ -65,15 +65,19 @@ var _ = Spec(Requirement{
 		early = grace / 2
 	}
 	h.Pass(early)
-	h.Settle()
+	h.AwaitTimerDue(grace-early, "the unregister grace window")
 	h.Verify(Response, len(h.ToolNames("main", "fx")) == 9, "they are still registered just before the window ends", "%d tools after %d ms", len(h.ToolNames("main", "fx")), early)
 	h.Pass(grace - early)
 	h.Eventually("the tools to be unregistered", func() bool { return len(h.ToolNames("main", "fx")) == 0 })
 	unreg := h.AwaitAfter(seq, Ev(event.ToolsUnregistered, "fx"))
 	h.VerifyElapsed(Events, "tools.unregistered comes one grace window after tools.unregister_scheduled", unreg.At-sched.At, ms(grace))
-	j := h.Journal("fx")
-	h.Verify(Journal, len(j.Launches()) >= 2 && len(j.Where("exit", "reason", "fail-on-start")) == len(j.Launches())-1,
-		"the server never came back (every relaunch failed)", "%d launches", len(j.Launches()))
+	// Relaunches go on in the background; await a moment when every one
+	// that started has ended.
+	j := h.AwaitJournalFunc("fx", "a relaunch, and every relaunch ended with fail-on-start", func(j JournalEntries) bool {
+		return len(j.Launches()) >= 2 && len(j.Where("exit", "reason", "fail-on-start")) == len(j.Launches())-1
+	})
+	h.Verify(Journal, j.Count("initialized") == 1, "the server never came back (every relaunch failed)",
+		"%d launches, %d fail-on-start exits, %d handshakes", len(j.Launches()), len(j.Where("exit", "reason", "fail-on-start")), j.Count("initialized"))
 })
 
 var _ = Spec(Requirement{
@@ -140,7 +144,7 @@ var _ = Spec(Requirement{
 	h.AwaitJournal("fx", "tools-list", 2)
 	j := h.Journal("fx")
 	h.Verify(Journal, j.Last("tools-list").Int("count") == 0, "the refresh got an empty list", "tools-list %v", j.Last("tools-list").Fields)
-	h.Settle()
+	h.Await(Ev(event.ToolsRefreshKept, "fx"))
 	h.Verify(Response, len(h.ToolNames("main", "fx")) == 9, "the session keeps the previous 9 tools", "%v", h.ToolNames("main", "fx"))
 })
 
@@ -158,13 +162,17 @@ var _ = Spec(Requirement{
 	h.Verify(Response, len(h.ToolNames("main", "fx")) == 0, "its tools are gone when server.disconnect answers", "%v", h.ToolNames("main", "fx"))
 	exit := h.AwaitJournal("fx", "exit", 1).Last("exit")
 	h.Verify(Journal, exit.Str("reason") == "stdin-eof" && exit.PID == pid, "its process was stopped", "exit %v", exit.Fields)
+	disc := h.Await(Ev(event.ServerDisconnected, "fx"))
 	if h.Virtual() {
 		h.Advance(10 * 60 * 1000)
 	} else {
 		h.Pass(1000)
 	}
-	h.Settle()
-	h.Verify(Journal, len(h.Journal("fx").Launches()) == 1, "it is not restarted", "%d launches", len(h.Journal("fx").Launches()))
+	// Bound: the status answer after ten virtual minutes.
+	st := h.Status("fx")
+	later := h.EventsAfter(disc.Seq, "fx", event.RestartScheduled, event.RestartAttempt, event.ProcessStarted)
+	h.Verify(Journal, len(h.Journal("fx").Launches()) == 1 && len(later) == 0 && st.State != "connected", "it is not restarted",
+		"%d launches, state %s, events after server.disconnected: %v", len(h.Journal("fx").Launches()), st.State, later)
 	ctx, cancel = h.awaitCtx()
 	h.must(h.Client().Reload(ctx), "reload")
 	cancel()

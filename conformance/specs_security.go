@@ -1,10 +1,12 @@
 package conformance
 
 import (
+	"fmt"
 	"os"
 	"strings"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/driver"
 	"github.com/mcplife/mcplife/runtime/event"
 )
@@ -71,8 +73,8 @@ var _ = Spec(Requirement{
 	h.AwaitJournal("web", "initialized", 1)
 	h.AwaitJournal("mine", "initialized", 1)
 	h.Verify(Journal, h.Journal("web").Count("initialize") == 1, "the project-level http server was connected (http is not gated)", "initialize entries %d", h.Journal("web").Count("initialize"))
-	h.Verify(Files, exists(userMarker), "the user-level command ran", "marker %s", userMarker)
-	h.Verify(Files, !exists(projMarker), "the project-level command did not run", "marker %s", projMarker)
+	h.Verify(Files, exists(userMarker), "the user-level command ran", "marker file %s %s", userMarker, pick(exists(userMarker), "exists", "is absent"))
+	h.Verify(Files, !exists(projMarker), "the project-level command did not run", "marker file %s %s", projMarker, pick(exists(projMarker), "exists", "is absent"))
 })
 
 var _ = Spec(Requirement{
@@ -86,7 +88,7 @@ var _ = Spec(Requirement{
 	rep := h.Open("main")
 	h.AwaitJournal("proj", "tools-list", 1)
 	h.Verify(Journal, contains(rep.Ready, "proj"), "the project-level stdio server runs", "ready=%v", rep.Ready)
-	h.Verify(Files, exists(marker), "its command value ran", "marker %s", marker)
+	h.Verify(Files, exists(marker), "its command value ran", "marker file %s %s", marker, pick(exists(marker), "exists", "is absent"))
 	h.Verify(Response, h.Status("proj").Source.Level == "project", "status says where it came from", "%+v", h.Status("proj").Source)
 })
 
@@ -110,7 +112,16 @@ var _ = Spec(Requirement{
 	h.AwaitJournal("own", "initialized", 1)
 	h.AwaitJournal("user", "initialized", 1)
 	h.Verify(Journal, true, "the project server expanded from its own env block and the user server from the environment both connected", "own and user initialized")
-	h.Settle()
+	// Bound: the implementation's decision about the server whose url
+	// cannot be expanded.
+	var decided []event.Event
+	h.EventuallySeen("an event deciding the fate of server leak (config.unresolved, config.error, server.failed or server.blocked)", func() bool {
+		decided = nil
+		for _, k := range []event.Kind{event.ConfigUnresolved, event.ConfigError, event.ServerFailed, event.ServerBlocked} {
+			decided = append(decided, h.Find(Ev(k, "leak"))...)
+		}
+		return len(decided) > 0
+	}, func() string { return fmt.Sprintf("%d events of server leak", len(h.Find(Ev("", "leak")))) })
 	h.Verify(Journal, h.Journal("leak").Count("initialize") == 0 && h.Journal("leak").Count("request") == 0,
 		"nothing reached the address only the environment knew", "%d initialize", h.Journal("leak").Count("initialize"))
 })
@@ -120,16 +131,39 @@ var _ = Spec(Requirement{
 	Statement: "An implementation MUST give a stdio server only allowlisted variables of its own environment plus the server's env block.",
 	Source:    Source{"reference semantics", "The stdio child gets an allowlisted environment (PATH, HOME, TMPDIR and similar) plus the server's own env block"},
 }, func(h *H) {
+	const logname = "mcplife-conformance-start-env"
+	srv := h.Fixture("fx", Knobs{"MCP_FIXTURE_PAGE_SIZE": "4", "MCP_FIXTURE_ECHO_ENV": "LOGNAME,API_KEY," + DriverEnvProbe})
 	h.Start(Setup{
-		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_PAGE_SIZE": "4"})},
-		// Were these passed on, the fixture would list 3 extra tools, or
-		// refuse to start on the unknown knob.
-		Env: map[string]string{"MCP_FIXTURE_EXTRA_TOOLS": "3", "MCP_FIXTURE_NOT_A_KNOB": "1", "API_KEY": "sk-secret", "TMPDIR": os.TempDir()},
+		Servers: map[string]Server{"fx": srv},
+		// Were the first two passed on, the fixture would list 3 extra
+		// tools, or refuse to start on the unknown knob. LOGNAME is
+		// allowlisted: its value must be start.env's, not the driver's own.
+		Env: map[string]string{"MCP_FIXTURE_EXTRA_TOOLS": "3", "MCP_FIXTURE_NOT_A_KNOB": "1", "API_KEY": "sk-secret", "TMPDIR": os.TempDir(), "LOGNAME": logname},
 	})
 	h.Open("main")
 	j := h.AwaitJournal("fx", "tools-list", 3)
 	h.Verify(Journal, j.Of("tools-list")[0].Int("count") == 4, "the server's own env block reached it (pages of 4)", "first page %v", j.Of("tools-list")[0].Fields)
-	h.Verify(Journal, listedCount(j, 1) == 9, "no variable of the implementation's environment reached it (9 tools, not 12)", "%d tools listed", listedCount(j, 1))
+	h.Verify(Journal, listedCount(j, 1) == 9, "no variable of start.env outside the allowlist reached it (9 tools, not 12)", "%d tools listed", listedCount(j, 1))
+	launch := j.Launches()[0]
+	allowed := map[string]bool{}
+	for _, k := range config.EnvAllowlist() {
+		allowed[k] = true
+	}
+	for k := range srv["env"].(map[string]string) {
+		allowed[k] = true
+	}
+	var extra []string
+	names, _ := launch.Fields["env"].([]any)
+	for _, n := range names {
+		if s := fmt.Sprint(n); !allowed[s] {
+			extra = append(extra, s)
+		}
+	}
+	h.Verify(Journal, names != nil && len(extra) == 0, "every variable the server got is allowlisted or from its env block (nothing of the driver's own environment)",
+		"%d variables, not allowed: %v", len(names), extra)
+	values, _ := launch.Fields["envValues"].(map[string]any)
+	h.Verify(Journal, fmt.Sprint(values["LOGNAME"]) == logname, "the allowlisted LOGNAME came from start.env, not from the driver's own environment",
+		"LOGNAME=%v (start.env has %q)", pick(values["LOGNAME"] != nil, fmt.Sprint(values["LOGNAME"]), "unset"), logname)
 })
 
 var _ = Spec(Requirement{

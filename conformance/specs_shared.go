@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/onsi/ginkgo/v2"
 
@@ -54,7 +53,7 @@ func (h *H) restartSchedule(key string, after uint64, launchesBefore int, delays
 		want := launchesBefore + i + 1
 		if d > 0 {
 			h.Advance(d - 1)
-			h.Settle()
+			h.AwaitTimerDue(1, fmt.Sprintf("restart %d", i+1))
 			n := len(h.Journal(key).Launches())
 			h.Verify(Journal, n == want-1, fmt.Sprintf("no launch 1 ms before restart %d is due", i+1), "%d launches", n)
 			h.Advance(1)
@@ -146,15 +145,15 @@ var _ = Spec(Requirement{
 	h.Advance(1000)
 	r := h.Result(id)
 	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeToolTimeout), "the call fails with mcp_tool_timeout", "error=%v", r.Error)
-	h.Settle()
-	j := h.Journal("fx")
-	h.Verify(Journal, len(j.Launches()) == 1, "the server process was not restarted", "%d launches", len(j.Launches()))
-	j = h.AwaitJournal("fx", "ping", 1)
+	h.Await(Ev(event.ProbeFinished, "fx", "healthy", "true"))
+	j := h.AwaitJournal("fx", "ping", 1)
 	h.Verify(Journal, j.Last("ping").Str("action") == "answered", "the server answered one ping probe", "ping %v", j.Last("ping").Fields)
+	// Bound of the negative checks: the next call's answer, after the
+	// probe's verdict.
 	r2 := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "next"})
 	j = h.Journal("fx")
 	h.Verify(Journal, !r2.Result.IsError && len(j.Launches()) == 1 && j.Last("call-start").PID == j.PIDs()[0],
-		"the same process answers the next call", "launches=%d", len(j.Launches()))
+		"the server process was not restarted: the same process answers the next call", "launches=%d", len(j.Launches()))
 	h.Verify(Events, h.Count(Ev(event.RestartScheduled, "fx")) == 0, "no restart was scheduled", "%d restart.scheduled", h.Count(Ev(event.RestartScheduled, "fx")))
 })
 
@@ -215,10 +214,14 @@ var _ = Spec(Requirement{
 	h.Advance(3000)
 	r := h.Result(id)
 	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeToolTimeout), "the call fails with mcp_tool_timeout", "error=%v", r.Error)
-	j = h.AwaitJournal("fx", "tools-list", 2)
-	h.Settle()
+	h.AwaitJournal("fx", "tools-list", 2)
+	h.Await(Ev(event.ProbeFinished, "fx", "method", "tools/list", "healthy", "true"))
+	// Bound of the negative check: the next call's answer, after the
+	// probe's verdict.
+	r2 := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "next"})
 	j = h.Journal("fx")
-	h.Verify(Journal, j.Count("tools-list") == 2 && len(j.Launches()) == 1, "the server answered a tools/list probe and was not restarted",
+	h.Verify(Journal, !r2.Result.IsError && j.Count("tools-list") == 2 && len(j.Launches()) == 1 && j.Last("call-start").PID == j.PIDs()[0],
+		"the server answered a tools/list probe and was not restarted: the same process answers the next call",
 		"tools-list %d, launches %d", j.Count("tools-list"), len(j.Launches()))
 })
 
@@ -232,6 +235,7 @@ var _ = Spec(Requirement{
 		Options: &driver.StartOptions{ToolTimeoutMs: Ms(1000), ProbeTimeoutMs: Ms(3000), NoRetryAfterRestart: Bool(true)},
 	})
 	h.Open("main")
+	var verdict uint64
 	for i := 1; i <= 2; i++ {
 		id := h.Call("main", "mcp_fx_test", map[string]any{"text": "slow"})
 		h.AwaitJournal("fx", "hang-start", i)
@@ -239,8 +243,11 @@ var _ = Spec(Requirement{
 		r := h.Result(id)
 		h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeToolTimeout), fmt.Sprintf("timed-out call %d fails with mcp_tool_timeout", i), "error=%v", r.Error)
 		h.AwaitJournal("fx", "tools-list", 1+i)
+		verdict = h.AwaitAfter(verdict, Ev(event.ProbeFinished, "fx", "method", "tools/list", "healthy", "true")).Seq
 	}
-	h.Settle()
+	// Bound of the negative checks: the next call's answer, after the
+	// second probe's verdict.
+	h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "next"})
 	j := h.Journal("fx")
 	h.Verify(Journal, j.Count("ping") == 1 && j.Last("ping").Str("action") == "errored", "ping was sent once, answered method-not-found, and never again",
 		"%d pings", j.Count("ping"))
@@ -265,8 +272,9 @@ var _ = Spec(Requirement{
 	h.Verify(Response, r.Result.Aborted, "the call ends aborted", "%+v", r.Result)
 	j := h.AwaitJournal("fx", "hang-end", 1)
 	h.Verify(Journal, j.Last("hang-end").Bool("cancelled"), "the server saw the cancellation", "hang-end %v", j.Last("hang-end").Fields)
+	// Bound of the negative checks: the answer of a call made after the
+	// aborted one ended.
 	h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "after"})
-	h.Settle()
 	j = h.Journal("fx")
 	h.Verify(Journal, j.Count("ping") == 0 && j.Count("tools-list") == 1, "no probe reached the server", "ping %d, tools-list %d", j.Count("ping"), j.Count("tools-list"))
 	h.Verify(Journal, len(j.Launches()) == 1, "the server was not restarted", "%d launches", len(j.Launches()))
@@ -347,7 +355,7 @@ var _ = Spec(Requirement{
 	h.CloseSession("s1")
 	released := h.Await(Ev(event.PoolReleased, "fx", "refs", "0"))
 	h.Advance(idle - 1)
-	h.Settle()
+	h.AwaitTimerDue(1, "the idle timeout")
 	h.Verify(Process, h.Alive(pid), "the unreferenced server still runs 1 ms before the idle timeout", "pid %d", pid)
 	h.Advance(1)
 	exit := h.AwaitJournal("fx", "exit", 1).Last("exit")
@@ -373,7 +381,7 @@ var _ = Spec(Requirement{
 	h.AwaitJournal("fx", "exit", 1)
 	h.Await(Ev(event.RestartScheduled, "fx", "attempt", "2"))
 	h.Advance(timeout - 1)
-	h.Settle()
+	h.AwaitTimerDue(1, "the first acquire's timeout")
 	_, done := h.Client().AcquireResult(a1)
 	h.Verify(Response, !done, "the first acquire still waits 1 ms before acquireTimeoutMs", "%s", pick(done, "answered", "waiting"))
 	h.Advance(1)
@@ -419,15 +427,3 @@ var _ = Spec(Requirement{
 	h.restartSchedule("fx", after, 4, []int64{0})
 	h.AwaitJournal("fx", "initialized", 3)
 })
-
-// AwaitGoneWithin waits at most d for pid to be gone.
-func (h *H) AwaitGoneWithin(pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if !h.Alive(pid) {
-			return true
-		}
-		time.Sleep(3 * time.Millisecond)
-	}
-	return !h.Alive(pid)
-}

@@ -55,7 +55,12 @@ type Target struct {
 // start starts one driver; an external driver's stderr goes to stderr.
 func (t Target) start(ctx context.Context, stderr io.Writer) (*driver.Client, error) {
 	if len(t.Command) > 0 {
-		return driver.StartCommand(ctx, t.Command, t.Env, stderr)
+		env := t.Env
+		if env == nil {
+			env = os.Environ()
+		}
+		env = append(slices.Clip(env), DriverEnvProbe+"=leaked-from-the-driver's-own-environment")
+		return driver.StartCommand(ctx, t.Command, env, stderr)
 	}
 	opts := driver.ServeOptions{}
 	if t.InProcess != nil {
@@ -63,6 +68,11 @@ func (t Target) start(ctx context.Context, stderr io.Writer) (*driver.Client, er
 	}
 	return driver.StartInProcess(ctx, opts)
 }
+
+// DriverEnvProbe is a variable every external driver gets in its own
+// environment: a server that sees it was given the driver's environment
+// instead of start.env's allowlisted variables (SEC-ENV-001).
+const DriverEnvProbe = "MCPLIFE_CONFORMANCE_DRIVER_ENV_PROBE"
 
 // External reports whether drivers run as their own processes.
 func (t Target) External() bool { return len(t.Command) > 0 }

@@ -67,6 +67,14 @@ var teeth = []struct {
 		"GATE-TIMING-001", []string{"GATE-TIMING-002", "GATE-DEFERRED-001", "GATE-LATE-001", "GATE-CACHE-001"}},
 	{"abort-probes", "a caller's cancellation runs the health probe",
 		"SHARED-ABORT-001", nil},
+	{"name-cap-off-by-one", "an exposed name of exactly 64 characters is capped too",
+		"CORE-NAMING-004", nil},
+	{"truncate-off-by-one", "results are cut one character before maxResultChars",
+		"SEC-TRUNC-002", nil},
+	{"cache-ignores-hash", "cached tools apply whatever the server's configuration hash",
+		"GATE-CACHE-002", nil},
+	{"double-restart", "a second restart trigger starts a second restart loop",
+		"SHARED-RESTART-003", nil},
 }
 
 // buildHarness builds cmd/harness with the mcplife_faults tag, once.
@@ -195,7 +203,7 @@ func TestTeeth(t *testing.T) {
 	impl := "-impl=" + bin + " driver"
 	// Broken variants make specs wait for what never comes, or drivers that
 	// cannot shut down: bound both tighter than for a real run.
-	limits := []string{"-await-timeout=3s", "-shutdown-timeout=10s"}
+	limits := []string{"-await-timeout=6s", "-shutdown-timeout=10s"}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

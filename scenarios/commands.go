@@ -980,6 +980,40 @@ func cmdPending(s *state, _ bool, args []string) {
 	}
 }
 
+func cmdAwaitTimer(s *state, _ bool, args []string) {
+	var timeout time.Duration
+	args = s.parseFlags("await-timer", args, func(fs *flag.FlagSet) { fs.DurationVar(&timeout, "timeout", 0, "") })
+	if len(args) != 1 {
+		s.usageError("await-timer")
+	}
+	want := parseMillis(s, "await-timer", args[0])
+	c := s.requireClient("await-timer")
+	ctx, cancel := s.timeoutCtx(timeout)
+	defer cancel()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	var got []time.Duration
+	for {
+		pctx, pcancel := s.timeoutCtx(0)
+		p, err := c.Pending(pctx)
+		pcancel()
+		if err != nil {
+			s.requestFailed("clock.pending", err)
+		}
+		got = p
+		if slices.Contains(got, want) {
+			fmt.Fprintf(s.ts.Stdout(), "timer due in %v is pending\n", want)
+			s.check()
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			s.fatalWithTails("await-timer: no timer due in exactly %v was pending within %v; pending: %v", want, timeoutOr(timeout, s.run.awaitTimeout), got)
+		}
+	}
+}
+
 // ---- fixture files and processes ----
 
 func cmdJournal(s *state, _ bool, args []string) {

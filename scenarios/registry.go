@@ -245,6 +245,15 @@ func registry() []Command {
 			run:         cmdPending,
 		},
 		{
+			Name:        "await-timer",
+			Group:       groupTime,
+			Usage:       "await-timer [-timeout DURATION] DURATION",
+			Description: "Waits (in real time, default 10s) until a timer of the virtual clock is pending that fires in exactly DURATION: the point the implementation reaches while a wait it armed has not fired yet. A negative check after `advance` (`running`, `count 0 ...`, `count-journal ... 0 ...`) goes right after it, so it is bounded by the implementation's own state, not by real time passing.",
+			Check:       true,
+			Needs:       []driver.Capability{driver.CapVirtualClock},
+			run:         cmdAwaitTimer,
+		},
+		{
 			Name:        "await",
 			Group:       groupChecks,
 			Usage:       "await [-timeout DURATION] [-after MARK] [-n N] KIND [server=NAME] [session=NAME] [ATTR=VALUE|ATTR~REGEXP|ATTR!=VALUE|ATTR!~REGEXP...]",

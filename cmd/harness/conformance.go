@@ -38,6 +38,8 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "report every spec as it runs")
 	noColor := fs.Bool("no-color", false, "no colors in ginkgo's output")
 	list := fs.Bool("list", false, "list the requirements and exit")
+	var sf stressFlags
+	sf.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: harness conformance [flags]\n\n"+
 			"Runs the conformance suite against an implementation behind a driver\n"+
@@ -59,6 +61,17 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%-22s %-6s %-17s %s\n", r.ID, r.Level, r.Profile, r.Statement)
 		}
 		return 0
+	}
+	if sf.runs > 0 {
+		var b *conformance.Baseline
+		if *baseline != "" {
+			var err error
+			if b, err = conformance.ReadBaseline(*baseline); err != nil {
+				fmt.Fprintf(stderr, "harness conformance: %v\n", err)
+				return 2
+			}
+		}
+		return runStress("conformance", args, sf, conformanceVerdicts(b), stdout, stderr)
 	}
 	exe, err := os.Executable()
 	if err != nil {

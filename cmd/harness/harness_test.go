@@ -285,3 +285,11 @@ func exitCode(err error) int {
 	}
 	return 0
 }
+
+func TestStressChildArgs(t *testing.T) {
+	in := []string{"-no-color", "-stress", "5", "-stress-json=x.json", "-impl", "harness driver", "-json", "r.json", "-stress-all", "-junit=j.xml", "-baseline", "b.txt"}
+	got := strings.Join(childArgs(in), " ")
+	if want := "-no-color -impl harness driver -baseline b.txt"; got != want {
+		t.Fatalf("childArgs = %q, want %q", got, want)
+	}
+}

@@ -45,6 +45,8 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	strict := fs.Bool("strict", false, "also run the checks guarded by [strict]: known defects of the reference runtime")
 	parallel := fs.Int("parallel", 0, "how many scenarios run at once (default: twice the number of CPUs)")
 	timeout := fs.Duration("timeout", scenarios.DefaultAwaitTimeout, "real-time limit of every wait in a scenario (await, result, ...)")
+	var sf stressFlags
+	sf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, runUsage)
@@ -58,6 +60,9 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "harness run: unexpected argument %q (select scenarios with -run REGEX)\n", fs.Arg(0))
 		return 2
+	}
+	if sf.runs > 0 {
+		return runStress("run", args, sf, scenarioVerdicts, stdout, stderr)
 	}
 	ro := scenarios.RunOptions{
 		Options: scenarios.Options{

@@ -37,7 +37,7 @@ func ToolName(server, tool string) string {
 		t = rest
 	}
 	name := ToolNamePrefix + s + "_" + t
-	if len(name) <= MaxToolNameLen {
+	if len(name) <= keptNameLen() {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))

@@ -14,11 +14,15 @@ const (
 	faultNoFailFast      = "no-fail-fast"        // calls in flight wait for their timeout after the server died
 	faultGateWaitsForAll = "gate-waits-for-all"  // the startup gate ignores its timeout
 	faultAbortProbes     = "abort-probes"        // a caller's cancellation runs the probe
+	faultNameCapOffByOne = "name-cap-off-by-one" // an exposed name of exactly 64 characters is capped too
+	faultTruncOffByOne   = "truncate-off-by-one" // results are cut one character before the limit
+	faultCacheIgnoresKey = "cache-ignores-hash"  // cached tools apply whatever the server's config hash
+	faultDoubleRestart   = "double-restart"      // a second restart trigger starts a second restart loop
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
 func FaultNames() []string {
 	return []string{faultNoProbe, faultGiveUpAfter3, faultResetOnSuccess, faultNoSingleFlight, faultNoIdleWatch,
 		faultUntrustedStdio, faultTruncAfterWrap, faultNoGrace, faultNoFailFast, faultGateWaitsForAll,
-		faultAbortProbes}
+		faultAbortProbes, faultNameCapOffByOne, faultTruncOffByOne, faultCacheIgnoresKey, faultDoubleRestart}
 }

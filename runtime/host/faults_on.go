@@ -3,6 +3,7 @@
 package host
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 )
@@ -26,3 +27,22 @@ func loadFaults() faults {
 }
 
 func (f faults) on(name string) bool { return f[name] }
+
+// cacheKey is the config hash a cache lookup uses: with cache-ignores-hash,
+// the hash stored in the record at path, so any record matches.
+func (f faults) cacheKey(path, hash string) string {
+	if !f.on(faultCacheIgnoresKey) {
+		return hash
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return hash
+	}
+	var rec struct {
+		ConfigHash string `json:"configHash"`
+	}
+	if json.Unmarshal(b, &rec) != nil || rec.ConfigHash == "" {
+		return hash
+	}
+	return rec.ConfigHash
+}

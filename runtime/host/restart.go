@@ -18,10 +18,10 @@ func (s *server) triggerRestart(reason string, old *connection) (before int, imm
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before = s.attempts
-	if s.closed || s.restarting {
+	if s.closed || (s.restarting && !s.rt.faults.on(faultDoubleRestart)) {
 		return before, false
 	}
-	if old != nil && s.conn != old {
+	if old != nil && s.conn != old && !s.rt.faults.on(faultDoubleRestart) {
 		// Someone else already replaced that connection.
 		return before, false
 	}

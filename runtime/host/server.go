@@ -128,10 +128,14 @@ func (s *server) toolTimeout() time.Duration {
 }
 
 func (s *server) maxResultChars() int {
+	limit := s.rt.opts.MaxResultChars
 	if s.cfg.MaxResultChars > 0 {
-		return s.cfg.MaxResultChars
+		limit = s.cfg.MaxResultChars
 	}
-	return s.rt.opts.MaxResultChars
+	if s.rt.faults.on(faultTruncOffByOne) {
+		limit--
+	}
+	return limit
 }
 
 // start loads cached tools and launches the first connect attempt.
@@ -144,7 +148,7 @@ func (s *server) loadCache() {
 	if s.rt.cache == nil {
 		return
 	}
-	tools, lookup := s.rt.cache.Get(s.name, s.cfg.ConfigHash())
+	tools, lookup := s.rt.cache.Get(s.name, s.rt.faults.cacheKey(s.rt.cache.Path(s.name), s.cfg.ConfigHash()))
 	if !lookup.Hit {
 		s.emit(event.CacheMiss, event.String("reason", lookup.Reason))
 		return

@@ -1,0 +1,198 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/onsi/ginkgo/v2"
+)
+
+// This file holds sessions, tools, calls, acquires and status.
+
+// Open opens a session and waits for its start report.
+func (h *H) Open(session string) *driver.StartReport {
+	ginkgo.GinkgoHelper()
+	return h.OpenAsync(session).Report()
+}
+
+// PendingOpen is a session.open whose response may not have come yet.
+type PendingOpen struct {
+	h    *H
+	done chan struct{}
+	rep  driver.SessionOpenResult
+	err  error
+}
+
+// OpenAsync sends session.open without waiting.
+func (h *H) OpenAsync(session string) *PendingOpen {
+	ginkgo.GinkgoHelper()
+	ctx, cancel := h.awaitCtx()
+	defer cancel()
+	p, err := h.Client().Send(ctx, driver.MethodSessionOpen, driver.SessionParams{Session: session})
+	h.must(err, "session.open")
+	o := &PendingOpen{h: h, done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		o.err = p.Wait(h.ctx, &o.rep)
+	}()
+	return o
+}
+
+// Report waits for the start report.
+func (o *PendingOpen) Report() *driver.StartReport {
+	ginkgo.GinkgoHelper()
+	ctx, cancel := o.h.awaitCtx()
+	defer cancel()
+	select {
+	case <-o.done:
+	case <-ctx.Done():
+		o.h.fail("waited %v for the response to session.open", o.h.s.cfg.AwaitTimeout)
+	}
+	o.h.must(o.err, "session.open")
+	return &o.rep.Report
+}
+
+// Answered reports whether the response has arrived.
+func (o *PendingOpen) Answered() bool {
+	select {
+	case <-o.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// CloseSession closes a session.
+func (h *H) CloseSession(session string) {
+	ginkgo.GinkgoHelper()
+	ctx, cancel := h.awaitCtx()
+	defer cancel()
+	h.must(h.Client().CloseSession(ctx, session), "session.close")
+}
+
+// Tools lists a session's tools.
+func (h *H) Tools(session string) []driver.Tool {
+	ginkgo.GinkgoHelper()
+	ctx, cancel := h.awaitCtx()
+	defer cancel()
+	t, err := h.Client().Tools(ctx, session)
+	h.must(err, "tools.list")
+	return t
+}
+
+// ToolNames returns the exposed names of a session's tools of server ("":
+// all).
+func (h *H) ToolNames(session, server string) []string {
+	ginkgo.GinkgoHelper()
+	var out []string
+	for _, t := range h.Tools(session) {
+		if server == "" || t.Server == server {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// Call starts a tool call and returns its call id.
+func (h *H) Call(session, tool string, args any) string {
+	ginkgo.GinkgoHelper()
+	return h.CallTimeout(session, tool, args, nil)
+}
+
+// CallTimeout starts a tool call with a per-call timeout (nil: none given).
+func (h *H) CallTimeout(session, tool string, args any, timeoutMs *int64) string {
+	ginkgo.GinkgoHelper()
+	h.calls++
+	id := "call-" + strconv.Itoa(h.calls)
+	var raw json.RawMessage
+	if args != nil {
+		b, err := json.Marshal(args)
+		h.must(err, "encoding arguments")
+		raw = b
+	}
+	ctx, cancel := h.awaitCtx()
+	defer cancel()
+	h.must(h.Client().CallTool(ctx, driver.ToolCallParams{Session: session, CallID: id, Tool: tool, Arguments: raw, TimeoutMs: timeoutMs}), "tool.call")
+	return id
+}
+
+// Result waits for the outcome of a call.
+func (h *H) Result(id string) driver.CallResult {
+	ginkgo.GinkgoHelper()
+	ctx, cancel := h.awaitCtx()
+	defer cancel()
+	r, err := h.Client().AwaitCall(ctx, id)
+	h.must(err, "awaiting call_result "+id)
+	return r
+}
+
+// ResultWithin waits at most d of real time for the outcome of a call and
+// reports whether it came.
+func (h *H) ResultWithin(id string, d time.Duration) (driver.CallResult, bool) {
+	ctx, cancel := context.WithTimeout(h.ctx, d)
+	defer cancel()
+	r, err := h.Client().AwaitCall(ctx, id)
+	return r, err == nil
+}
+
+// HasResult reports whether the outcome of a call has arrived.
+func (h *H) HasResult(id string) bool {
+	_, ok := h.Client().CallResult(id)
+	return ok
+}
+
+// CallNow calls a tool and waits for the outcome.
+func (h *H) CallNow(session, tool string, args any) driver.CallResult {
+	ginkgo.GinkgoHelper()
+	return h.Result(h.Call(session, tool, args))
+}
+
+// Cancel cancels a call.
+func (h *H) Cancel(id string) bool {
+	ginkgo.GinkgoHelper()
+	ctx, cancel := h.awaitCtx()
+	defer cancel()
+	running, err := h.Client().Cancel(ctx, id)
+	h.must(err, "tool.cancel")
+	return running
+}
+
+// Acquire starts acquiring a shared server and returns the acquire id.
+func (h *H) Acquire(server string) string {
+	ginkgo.GinkgoHelper()
+	h.acquires++
+	id := "acq-" + strconv.Itoa(h.acquires)
+	ctx, cancel := h.awaitCtx()
+	defer cancel()
+	h.must(h.Client().Acquire(ctx, id, server), "acquire")
+	return id
+}
+
+// AcquireResult waits for the outcome of an acquire.
+func (h *H) AcquireResult(id string) driver.AcquireResult {
+	ginkgo.GinkgoHelper()
+	ctx, cancel := h.awaitCtx()
+	defer cancel()
+	r, err := h.Client().AwaitAcquire(ctx, id)
+	h.must(err, "awaiting acquire_result "+id)
+	return r
+}
+
+// Status returns the status of server name.
+func (h *H) Status(name string) driver.ServerStatus {
+	ginkgo.GinkgoHelper()
+	ctx, cancel := h.awaitCtx()
+	defer cancel()
+	list, err := h.Client().Status(ctx)
+	h.must(err, "status")
+	for _, s := range list {
+		if s.Name == name {
+			return s
+		}
+	}
+	h.fail("status lists no server %q", name)
+	return driver.ServerStatus{}
+}

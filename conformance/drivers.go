@@ -1,0 +1,123 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/onsi/ginkgo/v2"
+)
+
+// This file holds starting and stopping the driver of the implementation
+// under test.
+
+// Setup is the configuration of one driver's start.
+type Setup struct {
+	// Servers are inline servers by name.
+	Servers map[string]Server
+	// Options are the runtime options; nil leaves every default.
+	Options *driver.StartOptions
+	// Env is the whole environment of the implementation's config layer;
+	// nil means an empty one (hermetic).
+	Env map[string]string
+	// Trusted marks the workspace trusted.
+	Trusted bool
+	// Cache enables the tool cache in the spec's cache directory.
+	Cache bool
+	// SkipProjectConfig ignores project-level definitions.
+	SkipProjectConfig bool
+	// ConfigFiles are explicit config files.
+	ConfigFiles []driver.ConfigFile
+}
+
+// Start starts a new driver (closing the previous one, if any), says hello
+// and starts its runtime with s.
+func (h *H) Start(s Setup) {
+	ginkgo.GinkgoHelper()
+	if h.c != nil {
+		h.StopDriver()
+	}
+	// Starting a driver process on a busy machine can take longer than any
+	// single await: the hello and start get the larger of the await and
+	// shutdown bounds.
+	ctx, cancel := context.WithTimeout(h.ctx, max(h.s.cfg.AwaitTimeout, h.s.cfg.ShutdownTimeout))
+	defer cancel()
+	h.stderr = &syncBuffer{}
+	// The driver outlives the spec body (teardown shuts it down), so it does
+	// not run on the spec's context.
+	c, err := h.s.cfg.Target.start(context.WithoutCancel(h.ctx), h.stderr)
+	h.must(err, "starting the driver")
+	h.c = c
+	_, err = c.Hello(ctx)
+	h.must(err, "hello")
+	p := driver.StartParams{
+		Clock:             h.s.mode,
+		Home:              h.Home(),
+		Workspace:         h.Workspace(),
+		Trusted:           s.Trusted,
+		SkipProjectConfig: s.SkipProjectConfig,
+		ConfigFiles:       s.ConfigFiles,
+		Env:               s.Env,
+		Options:           s.Options,
+	}
+	if p.Env == nil {
+		p.Env = map[string]string{}
+	}
+	if s.Cache {
+		p.CacheDir = h.CacheDir()
+	}
+	if len(s.Servers) > 0 {
+		p.Inline = map[string]json.RawMessage{}
+		for name, srv := range s.Servers {
+			b, err := json.Marshal(srv)
+			h.must(err, "encoding server "+name)
+			p.Inline[name] = b
+		}
+	}
+	h.must(c.Start(ctx, p), "start")
+}
+
+// Client returns the current driver's client.
+func (h *H) Client() *driver.Client {
+	ginkgo.GinkgoHelper()
+	if h.c == nil {
+		h.fail("no driver started")
+	}
+	return h.c
+}
+
+// StopDriver shuts the current driver down and checks its exchange. Every
+// process its servers started must be gone afterwards.
+func (h *H) StopDriver() {
+	ginkgo.GinkgoHelper()
+	errs := h.closeDriver()
+	if len(errs) > 0 {
+		h.fail("%s", strings.Join(errs, "\n"))
+	}
+}
+
+// closeDriver shuts the driver down and validates its transcript; it
+// returns the problems instead of failing.
+func (h *H) closeDriver() []string {
+	if h.c == nil {
+		return nil
+	}
+	c := h.c
+	var errs []string
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), h.s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := c.Close(ctx); err != nil {
+		errs = append(errs, fmt.Sprintf("the driver did not shut down cleanly: %v", err))
+	}
+	for _, err := range h.s.validator.ValidateTranscript(c.Transcript()) {
+		errs = append(errs, fmt.Sprintf("protocol: schema: %v", err))
+	}
+	for _, err := range c.Problems() {
+		errs = append(errs, fmt.Sprintf("protocol: %v", err))
+	}
+	h.lastClient = c
+	h.c = nil
+	return errs
+}

@@ -1,0 +1,118 @@
+package conformance
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/onsi/ginkgo/v2"
+)
+
+// This file holds the servers a spec configures: fixture server objects,
+// config files, HTTP fixtures the harness starts itself and state files.
+
+// Knobs are fixture environment variables (MCP_FIXTURE_*).
+type Knobs map[string]string
+
+// Server is one server object of a configuration, as in a config file.
+type Server map[string]any
+
+// With returns a copy of s with field k set to v.
+func (s Server) With(k string, v any) Server {
+	out := maps.Clone(s)
+	out[k] = v
+	return out
+}
+
+// WithEnv returns a copy of s with more env entries.
+func (s Server) WithEnv(env map[string]string) Server {
+	out := maps.Clone(s)
+	e := maps.Clone(out["env"].(map[string]string))
+	maps.Copy(e, env)
+	out["env"] = e
+	return out
+}
+
+// Fixture returns a stdio server object that launches the fixture with
+// knobs, journaling to the journal named key.
+func (h *H) Fixture(key string, knobs Knobs) Server {
+	env := map[string]string{}
+	maps.Copy(env, h.s.cfg.Fixture.Env)
+	maps.Copy(env, knobs)
+	env["MCP_FIXTURE_JOURNAL"] = h.journalPath(key)
+	h.knobs[key] = env
+	s := Server{"command": h.s.cfg.Fixture.Command, "env": env}
+	if len(h.s.cfg.Fixture.Args) > 0 {
+		s["args"] = h.s.cfg.Fixture.Args
+	}
+	return s
+}
+
+func (h *H) journalPath(key string) string {
+	p, ok := h.journals[key]
+	if !ok {
+		p = filepath.Join(h.dir, "journal", key+".jsonl")
+		h.journals[key] = p
+	}
+	return p
+}
+
+// StateFile returns the path of a fixture state file named key.
+func (h *H) StateFile(key string) string { return filepath.Join(h.dir, "journal", key+".state.json") }
+
+// WriteConfig writes a config file with servers under "mcpServers".
+func (h *H) WriteConfig(path string, servers map[string]Server) {
+	ginkgo.GinkgoHelper()
+	b, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	h.must(err, "encoding a config file")
+	h.must(os.MkdirAll(filepath.Dir(path), 0o755), "config dir")
+	h.must(os.WriteFile(path, b, 0o644), "writing a config file")
+}
+
+// HTTPFixture starts, from the harness itself, a fixture serving streamable
+// HTTP and returns its host:port. It is stopped at the end of the spec.
+func (h *H) HTTPFixture(key string, knobs Knobs) string {
+	ginkgo.GinkgoHelper()
+	portFile := filepath.Join(h.dir, "journal", key+".port")
+	cmd := exec.Command(h.s.cfg.Fixture.Command, h.s.cfg.Fixture.Args...)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MCP_FIXTURE_") {
+			env = append(env, kv)
+		}
+	}
+	for k, v := range h.s.cfg.Fixture.Env {
+		env = append(env, k+"="+v)
+	}
+	for k, v := range knobs {
+		env = append(env, k+"="+v)
+	}
+	env = append(env, "MCP_FIXTURE_TRANSPORT=http", "MCP_FIXTURE_PORT_FILE="+portFile, "MCP_FIXTURE_JOURNAL="+h.journalPath(key))
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	h.must(cmd.Start(), "starting an HTTP fixture")
+	h.procs = append(h.procs, cmd)
+	var addr string
+	h.Eventually("the HTTP fixture writes its port file", func() bool {
+		b, err := os.ReadFile(portFile)
+		addr = strings.TrimSpace(string(b))
+		return err == nil && addr != ""
+	})
+	return addr
+}
+
+// InitHold returns the path of a file that a fixture configured with
+// MCP_FIXTURE_INIT_WAIT_FILE waits for before it answers initialize, and a
+// function that creates it. Until release is called the server's handshake
+// cannot complete, however slowly the harness runs.
+func (h *H) InitHold(key string) (path string, release func()) {
+	path = filepath.Join(h.dir, "journal", key+".init-release")
+	return path, func() {
+		ginkgo.GinkgoHelper()
+		h.must(os.WriteFile(path, nil, 0o644), "releasing the initialize hold of "+key)
+	}
+}

@@ -1,0 +1,155 @@
+package conformance
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/event"
+)
+
+// Requirements at the edges of limits and under concurrent triggers: the
+// bugs a small change (an off-by-one, a dropped key, a missing guard)
+// introduces, which the requirements above pass. Each is proven to catch
+// its defect by a fault of the mcplife_faults build (section 9 of
+// docs/CONFORMANCE.md).
+
+// longName returns a lower-case tool name of n characters starting with
+// prefix, safe from sanitizing.
+func longName(prefix string, n int) string {
+	return prefix + strings.Repeat("x", n-len(prefix))
+}
+
+var _ = Spec(Requirement{
+	ID: "CORE-NAMING-004", Level: Must, Profile: driver.ProfileCore, Area: "naming",
+	Statement: "An implementation MUST keep an exposed tool name of exactly 64 characters as it is, and cap a longer one to at most 64 characters, so that tools whose names share their first 64 characters stay distinct and each reaches its own raw tool.",
+	Source:    Source{"reference semantics", "Tool names are capped at 64 characters (a hash keeps long names that share a prefix distinct)"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
+	h.Open("main")
+	// "mcp_fx_" is 7 characters: a 57-character tool name is exposed with
+	// exactly 64, a 58-character one needs the cap, and two of 70 share
+	// their first 64 exposed characters.
+	exact, over := longName("exact", 57), longName("over", 58)
+	twinA, twinB := longName("twin", 69)+"a", longName("twin", 69)+"b"
+	h.CallNow("main", "mcp_fx_set_tools", map[string]any{"add": []string{exact, over, twinA, twinB}})
+	h.AwaitJournal("fx", "list-changed", 1)
+	h.passDebounce("fx")
+	var names []string
+	h.EventuallySeen("the four long tools in the session", func() bool {
+		names = h.ToolNames("main", "fx")
+		return len(names) == 13
+	}, func() string { return fmt.Sprintf("%d tools: %v", len(names), names) })
+	var tooLong []string
+	for _, n := range names {
+		if len(n) > 64 {
+			tooLong = append(tooLong, n)
+		}
+	}
+	h.Verify(Response, len(tooLong) == 0, "no exposed name is longer than 64 characters", "too long: %q", tooLong)
+	h.Verify(Response, contains(names, "mcp_fx_"+exact), "the name of exactly 64 characters is kept as it is", "%q not among %q", "mcp_fx_"+exact, names)
+	h.Verify(Response, !contains(names, "mcp_fx_"+over), "the name of 65 characters is capped", "names %q", names)
+	distinct := slices.Clone(names)
+	slices.Sort(distinct)
+	h.Verify(Response, len(slices.Compact(distinct)) == 13, "the 13 exposed names are distinct", "names %q", names)
+	// Every capped name reaches its own raw tool.
+	var capped []string
+	for _, n := range names {
+		if len(n) == 64 && n != "mcp_fx_"+exact {
+			capped = append(capped, n)
+		}
+	}
+	h.Verify(Response, len(capped) == 3, "three names were capped to 64 characters", "capped %q", capped)
+	reached := map[string]bool{}
+	for i, n := range capped {
+		h.CallNow("main", n, map[string]any{"text": "x"})
+		reached[h.AwaitJournal("fx", "call-start", i+2).Last("call-start").Str("tool")] = true
+	}
+	h.Verify(Journal, reached[over] && reached[twinA] && reached[twinB], "each capped name reaches its own raw tool", "the server saw calls of %v", slices.Sorted(maps.Keys(reached)))
+})
+
+var _ = Spec(Requirement{
+	ID: "SEC-TRUNC-002", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping",
+	Statement: "An implementation MUST hand over a result of exactly maxResultChars characters whole, and cut a result of one character more to its first maxResultChars characters.",
+	Source:    Source{"seed 004", "Output is truncated to config.maxResultChars (default 50 KB)"},
+}, func(h *H) {
+	const limit = 1000
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}, Options: &driver.StartOptions{MaxResultChars: Int(limit)}})
+	h.Open("main")
+	at := h.CallNow("main", "mcp_fx_big", map[string]any{"bytes": limit})
+	over := h.CallNow("main", "mcp_fx_big", map[string]any{"bytes": limit + 1})
+	ends := h.AwaitJournal("fx", "call-end", 2).Of("call-end")
+	h.Verify(Journal, ends[0].Int("bytes") == limit && ends[1].Int("bytes") == limit+1, "the server sent 1000, then 1001 characters", "call-end %v, %v", ends[0].Fields, ends[1].Fields)
+	h.Verify(Response, !at.Result.Truncated && strings.Contains(at.Result.Text, fixture.BigText(limit)),
+		"the result of exactly maxResultChars characters is whole", "truncated=%v, %d characters of text", at.Result.Truncated, len(at.Result.Text))
+	h.Verify(Response, over.Result.Truncated && over.Result.OriginalChars == limit+1 && strings.Contains(over.Result.Text, fixture.BigText(limit)) &&
+		!strings.Contains(over.Result.Text, fixture.BigText(limit+1)),
+		"the result of one character more keeps exactly its first maxResultChars characters", "truncated=%v original=%d, first %d kept: %v, all %d kept: %v",
+		over.Result.Truncated, over.Result.OriginalChars, limit, strings.Contains(over.Result.Text, fixture.BigText(limit)), limit+1, strings.Contains(over.Result.Text, fixture.BigText(limit+1)))
+})
+
+var _ = Spec(Requirement{
+	ID: "GATE-CACHE-002", Level: Must, Profile: driver.ProfileStartupGate, Area: "cache",
+	Statement: "An implementation MUST NOT expose cached tools recorded for another configuration of the server as written: a changed env block misses the cache.",
+	Source:    Source{"reference semantics", "Cache records carry the configHash of the unresolved config; a record for another hash is a miss"},
+}, func(h *H) {
+	warmCache(h)
+	hold, release := h.InitHold("fx")
+	changed := slowFixture(h).WithEnv(map[string]string{"MCP_FIXTURE_EXTRA_TOOLS": "1"})
+	h.Start(Setup{Servers: map[string]Server{"fx": changed}, Env: map[string]string{"FX_WAIT": hold}, Cache: true,
+		Options: &driver.StartOptions{LateRegistration: Bool(true)}})
+	open := h.OpenAsync("main")
+	h.Await(Ev(event.GateOpened, ""))
+	h.AwaitJournal("fx", "init-wait", 2)
+	h.AdvanceToNext()
+	rep := open.Report()
+	h.Verify(Journal, h.Journal("fx").Count("initialize") == 1, "the changed server was still in its handshake at the gate", "%d initialize entries (1 from the cache-warming run)", h.Journal("fx").Count("initialize"))
+	h.Verify(Response, !contains(rep.Deferred, "fx") && contains(rep.Late, "fx") && len(h.ToolNames("main", "fx")) == 0,
+		"no tool of the other configuration's cache record is exposed", "deferred=%v late=%v tools=%v", rep.Deferred, rep.Late, h.ToolNames("main", "fx"))
+	h.Verify(Events, h.Count(Ev(event.CacheHit, "fx")) == 0 && h.Count(Ev(event.CacheMiss, "fx")) == 1,
+		"the changed configuration's cache lookup missed", "%d cache.hit, %d cache.miss", h.Count(Ev(event.CacheHit, "fx")), h.Count(Ev(event.CacheMiss, "fx")))
+	release()
+	h.AwaitJournal("fx", "tools-list", 2)
+	h.EventuallySeen("the changed server's 10 tools in the session", func() bool { return len(h.ToolNames("main", "fx")) == 10 },
+		func() string { return fmt.Sprintf("%v", h.ToolNames("main", "fx")) })
+})
+
+var _ = Spec(Requirement{
+	ID: "SHARED-RESTART-003", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart",
+	Statement: "An implementation MUST run at most one restart of a server at a time: two calls that time out together on a wedged server lead to one new process.",
+	Source:    Source{"seed 001", "Concurrent callers during a restart get mcp_restart_in_progress rather than starting a second restart"},
+}, func(h *H) {
+	h.Start(Setup{
+		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_BLOCK_EVENT_LOOP": "1", "MCP_FIXTURE_HANG_MS": "600000"})},
+		Options: &driver.StartOptions{ToolTimeoutMs: Ms(1000), ProbeTimeoutMs: Ms(3000), NoRetryAfterRestart: Bool(true)},
+	})
+	h.Open("main")
+	c1 := h.Call("main", "mcp_fx_test", map[string]any{"text": "one"})
+	c2 := h.Call("main", "mcp_fx_test", map[string]any{"text": "two"})
+	h.AwaitJournal("fx", "hang-start", 1)
+	h.EventuallySeen("both calls started", func() bool { return h.Count(Ev(event.ToolCallStarted, "fx")) == 2 },
+		func() string { return fmt.Sprintf("%d tool.call_started", h.Count(Ev(event.ToolCallStarted, "fx"))) })
+	pid := h.Journal("fx").PIDs()[0]
+	h.Advance(1000)
+	// Let every probe's ping, then tools/list, time out.
+	h.Await(Ev(event.ProbeStarted, "fx", "method", "ping"))
+	h.Advance(3000)
+	h.Await(Ev(event.ProbeStarted, "fx", "method", "tools/list"))
+	h.Advance(3000)
+	h.AwaitStopped("fx", pid)
+	h.Await(Ev(event.RestartSucceeded, "fx"))
+	for _, id := range []string{c1, c2} {
+		r := h.Result(id)
+		h.Verify(Response, r.Error != nil, "call "+id+" on the wedged server fails", "error=%v", r.Error)
+	}
+	// Bound of the negative checks: a call answered by the new process,
+	// after the restart succeeded.
+	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "after"})
+	j := h.Journal("fx")
+	h.Verify(Journal, !r.Result.IsError && len(j.Launches()) == 2 && j.Last("call-start").Launch == 2,
+		"one new process replaced the wedged one and answers", "%d launches, last call on launch %d", len(j.Launches()), j.Last("call-start").Launch)
+	h.Verify(Events, h.Count(Ev(event.RestartAttempt, "fx")) == 1, "one restart attempt ran", "%d restart.attempt", h.Count(Ev(event.RestartAttempt, "fx")))
+})
