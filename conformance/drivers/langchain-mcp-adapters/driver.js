@@ -175,6 +175,10 @@ const handlers = {
       mcpServers,
       prefixToolNameWithServerName: true,
       additionalToolNamePrefix: 'mcp',
+      // The library's list_changed hook only notifies: its loaded tools stay as they were.
+      onToolsListChanged: ({ server }) => {
+        wire.event('tools.changed', { server, attrs: { debounce_ms: 0 } });
+      },
       onConnectionError: ({ serverName, error }) => {
         failed.set(serverName, String(error?.message ?? error));
       },

@@ -4,6 +4,7 @@
 // clock. docs/DRIVER.md section 13 builds it step by step; a test checks
 // that the tutorial's code blocks are this file.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import readline from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -107,14 +108,33 @@ const part = (p) => p.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_+|_+$
 function exposedName(server, tool) {
   const s = part(server);
   const t = part(tool);
-  return `mcp_${s}_${t.startsWith(s + '_') ? t.slice(s.length + 1) : t}`;
+  const name = `mcp_${s}_${t.startsWith(s + '_') ? t.slice(s.length + 1) : t}`;
+  if (name.length <= 64) return name;
+  return `${name.slice(0, 55)}_${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
+}
+
+function exposeTools(s, listed) {
+  s.tools = listed.map((t) => ({
+    name: exposedName(s.name, t.name),
+    server: s.name,
+    tool: t.name,
+    description: t.description ?? '',
+    deferred: false,
+    requiresApproval: s.def.requiresApproval !== false,
+    inputSchema: { ...t.inputSchema, properties: t.inputSchema.properties ?? {} },
+  }));
 }
 
 async function connect(s) {
   s.state = 'connecting';
   emit('server.connecting', s.name, { transport: 'stdio', attempt: 0, timeout_ms: 30000 });
   const transport = new GroupTransport(s);
-  const client = new Client({ name: 'mcplife-minimal-node', version: '0.1.0' });
+  // On notifications/tools/list_changed the SDK lists the tools again.
+  const onChanged = (err, listed) => {
+    emit('tools.changed', s.name, { debounce_ms: 0 });
+    if (!err && listed) exposeTools(s, listed);
+  };
+  const client = new Client({ name: 'mcplife-minimal-node', version: '0.1.0' }, { listChanged: { tools: { onChanged } } });
   s.transport = transport;
   try {
     await client.connect(transport, { timeout: 30000 });
@@ -125,15 +145,7 @@ async function connect(s) {
       listed.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor);
-    s.tools = listed.map((t) => ({
-      name: exposedName(s.name, t.name),
-      server: s.name,
-      tool: t.name,
-      description: t.description ?? '',
-      deferred: false,
-      requiresApproval: s.def.requiresApproval !== false,
-      inputSchema: { ...t.inputSchema, properties: t.inputSchema.properties ?? {} },
-    }));
+    exposeTools(s, listed);
     s.client = client;
     s.state = 'connected';
     s.connectedAtMs = now();

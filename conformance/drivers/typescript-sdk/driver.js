@@ -104,7 +104,12 @@ class Server {
       this.stderr = new Tail();
       this.pid = 0;
       wire.event('server.connecting', { server: this.name, attrs: { transport: d.transport, attempt, timeout_ms: CONNECT_TIMEOUT_MS } });
-      const client = new Client({ name: 'mcplife-driver-typescript-sdk', version: '0.1.0' }, { capabilities: {} });
+      // The SDK's own list_changed support: after its debounce it lists the
+      // tools again (one page) and hands them over.
+      const client = new Client(
+        { name: 'mcplife-driver-typescript-sdk', version: '0.1.0' },
+        { capabilities: {}, listChanged: { tools: { onChanged: (err, tools) => this.onToolsChanged(client, err, tools) } } },
+      );
       const transport = this.newTransport();
       this.client = client;
       this.transport = transport;
@@ -125,12 +130,7 @@ class Server {
           cursor = page.nextCursor;
         } while (cursor);
         connected = true;
-        this.tools = tools.map((t) => ({
-          name: toolName(this.name, t.name),
-          tool: t.name,
-          description: t.description ?? '',
-          inputSchema: agentSchema(t.inputSchema),
-        }));
+        this.tools = this.exposed(tools);
         this.state = 'connected';
         this.error = '';
         this.connectedAtMs = wire.now();
@@ -155,6 +155,26 @@ class Server {
       }
     })();
     return this.connecting;
+  }
+
+  exposed(tools) {
+    return tools.map((t) => ({
+      name: toolName(this.name, t.name),
+      tool: t.name,
+      description: t.description ?? '',
+      inputSchema: agentSchema(t.inputSchema),
+    }));
+  }
+
+  onToolsChanged(client, err, tools) {
+    if (client !== this.client || this.state !== 'connected') return;
+    wire.event('tools.changed', { server: this.name, attrs: { debounce_ms: 0 } });
+    if (err || !tools) {
+      console.error(`[${this.name}] tools refresh: ${err?.message ?? 'no tools'}`);
+      return;
+    }
+    this.tools = this.exposed(tools);
+    for (const s of sessions.keys()) this.announceTools(s);
   }
 
   announceTools(session) {
