@@ -241,3 +241,28 @@ func needNode(t *testing.T, why string) {
 	}
 	t.Skipf("skipping the Node drivers: %s (set %s=1 to make this a failure)", why, requireNodeEnv)
 }
+
+// TestSameVerdicts checks the comparison .ci/drivers relies on: equal
+// reports agree, and a changed verdict, reason or version is reported.
+func TestSameVerdicts(t *testing.T) {
+	base := func() VerdictReport {
+		v := VerdictReport{Implementation: driver.Implementation{Name: "x", Version: "1"}, Clock: "real"}
+		for _, r := range Requirements() {
+			v.Verdicts = append(v.Verdicts, RequirementVerdict{ID: r.ID, Verdict: Passed})
+		}
+		return v
+	}
+	if d := SameVerdicts(base(), base()); len(d) != 0 {
+		t.Errorf("equal reports differ: %v", d)
+	}
+	got := base()
+	got.Implementation.Version = "2"
+	got.Verdicts[0] = RequirementVerdict{ID: got.Verdicts[0].ID, Verdict: ExpectedFailure, Reason: "why"}
+	if d := SameVerdicts(base(), got); len(d) != 2 {
+		t.Errorf("want 2 differences (version, %s), got %v", got.Verdicts[0].ID, d)
+	}
+	b, err := got.Marshal()
+	if err != nil || !bytes.HasSuffix(b, []byte("}\n")) {
+		t.Errorf("Marshal: %v, %q", err, b[max(0, len(b)-10):])
+	}
+}

@@ -155,7 +155,8 @@ file is rendered from those reports (regenerate it with
 			if why == "" {
 				why = "(no reason recorded)"
 			}
-			fmt.Fprintf(&b, "%d. <a id=\"n%d\"></a>`%s`, `%s`: %s\n", n.n, n.n, n.col, n.id, strings.ReplaceAll(why, "\n", " "))
+			why = strings.NewReplacer("\n", " ", "<", "&lt;").Replace(why)
+			fmt.Fprintf(&b, "%d. <a id=\"n%d\"></a>`%s`, `%s`: %s\n", n.n, n.n, n.col, n.id, why)
 		}
 	}
 	return b.String()
