@@ -35,6 +35,8 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	jsonReport := fs.String("json", "", "write a JSON report (ginkgo's format) to this file")
 	awaitTimeout := fs.Duration("await-timeout", conformance.DefaultAwaitTimeout, "real-time bound of each wait for an event, response or journal entry")
 	shutdownTimeout := fs.Duration("shutdown-timeout", conformance.DefaultShutdownTimeout, "real-time bound of a driver's shutdown at the end of each spec; then it is killed")
+	verdicts := fs.String("verdicts", "", "write the compact verdict report (conformance/drivers/*/report.json) to this file")
+	expectVerdicts := fs.String("expect-verdicts", "", "fail unless the run's verdicts equal this stored verdict report")
 	verbose := fs.Bool("v", false, "report every spec as it runs")
 	noColor := fs.Bool("no-color", false, "no colors in ginkgo's output")
 	list := fs.Bool("list", false, "list the requirements and exit")
@@ -135,10 +137,31 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "conformance run took %v\n", time.Since(start).Round(time.Millisecond))
+	code := 0
 	if !res.OK {
-		return 1
+		code = 1
 	}
-	return 0
+	if *verdicts != "" {
+		if err := res.WriteVerdicts(*verdicts); err != nil {
+			fmt.Fprintf(stderr, "harness conformance: %v\n", err)
+			code = 1
+		}
+	}
+	if *expectVerdicts != "" {
+		want, err := conformance.ReadVerdicts(*expectVerdicts)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness conformance: %v\n", err)
+			return 1
+		}
+		if diffs := conformance.SameVerdicts(want, res.Verdicts()); len(diffs) > 0 {
+			fmt.Fprintf(stdout, "verdicts differ from %s (regenerate it with -verdicts and rerun harness matrix):\n  %s\n",
+				*expectVerdicts, strings.Join(diffs, "\n  "))
+			code = 1
+		} else {
+			fmt.Fprintf(stdout, "verdicts match %s\n", *expectVerdicts)
+		}
+	}
+	return code
 }
 
 // shardRequirements returns the ids of shard sh's requirements among those

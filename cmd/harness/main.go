@@ -15,6 +15,7 @@
 //	harness driver
 //	harness driver-check -impl 'CMD' [-json] [-timeout D]
 //	harness mutation-report [-survivors] [-json] DIR
+//	harness matrix [-dir conformance/drivers] [-out docs/MATRIX.md]
 //	harness fixture
 //	harness proxy [flags] -- CMD ARGS... | -upstream URL
 //	harness record -config FILE -o TRACE [-call SERVER:TOOL[:JSON]]... [-fault SERVER:RULE]...
@@ -80,6 +81,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runBench(rest, stdout, stderr)
 	case "merge-reports":
 		return runMerge(rest, stdout, stderr)
+	case "matrix":
+		return runMatrix(rest, stdout, stderr)
 	case "fixture":
 		return fixture.Main()
 	case "version":

@@ -1,0 +1,238 @@
+// wire.js: the mcplife-driver/1 protocol plumbing shared by the Node drivers
+// in conformance/drivers (docs/DRIVER.md sections 1-4): JSON lines on
+// stdin/stdout, one serialized writer, numbered events, requests handled
+// concurrently, tool.call outcomes as call_result lines, shutdown and EOF.
+//
+// It has no dependencies and knows nothing about MCP: a driver gives it a
+// table of method handlers and an implementation to announce.
+
+import readline from 'node:readline';
+import { performance } from 'node:perf_hooks';
+
+export const PROTOCOL = 'mcplife-driver/1';
+
+/** DriverError is a response error with a stable code (docs/DRIVER.md section 10). */
+export class DriverError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+  }
+}
+
+// stdout carries protocol lines only: everything console.log prints goes to
+// stderr (a library logging with console.log would corrupt the stream).
+console.log = console.error;
+console.info = console.error;
+console.debug = console.error;
+
+/**
+ * Wire runs the protocol loop. handlers maps method names to async functions
+ * (params) => result; methods needing a runtime are refused with not_started
+ * until start succeeded. hello, shutdown and the tool.call bookkeeping are
+ * built in.
+ */
+export class Wire {
+  constructor({ implementation, capabilities, profiles, handlers, onShutdown }) {
+    this.implementation = implementation;
+    this.capabilities = capabilities;
+    this.profiles = profiles;
+    this.handlers = handlers;
+    this.onShutdown = onShutdown;
+    this.seq = 0;
+    this.t0 = performance.now();
+    this.started = false;
+    this.closing = null;
+    this.calls = new Map(); // callId -> {done, abort()}
+  }
+
+  /** now returns the driver clock's offset from start in whole ms (real time). */
+  now() {
+    return Math.floor(performance.now() - this.t0);
+  }
+
+  write(obj) {
+    // One write per line from the one JS thread: lines never interleave.
+    process.stdout.write(JSON.stringify(obj) + '\n');
+  }
+
+  /** event writes one event line; attrs values are strings, numbers or booleans. */
+  event(kind, { server, session, attrs } = {}) {
+    const ev = { seq: ++this.seq, at_ms: this.now(), kind };
+    if (server) ev.server = server;
+    if (session) ev.session = session;
+    if (attrs && Object.keys(attrs).length > 0) {
+      const clean = {};
+      for (const [k, v] of Object.entries(attrs)) {
+        if (v === undefined || v === null) continue;
+        clean[k] = typeof v === 'object' ? String(v) : v;
+      }
+      ev.attrs = clean;
+    }
+    this.write({ type: 'event', event: ev });
+  }
+
+  respond(id, result) {
+    this.write({ type: 'response', id, result: result ?? {} });
+  }
+
+  fail(id, code, message) {
+    this.write({ type: 'response', id, error: { code, message: String(message) } });
+  }
+
+  /**
+   * startCall registers a tool call and runs fn(signal) in the background;
+   * fn resolves to the call_result's {result, error?}. The caller answers
+   * {accepted: true} before the outcome is written.
+   */
+  startCall(callId, fn) {
+    if (this.calls.has(callId)) throw new DriverError('duplicate_id', `callId ${JSON.stringify(callId)} was used before`);
+    const ac = new AbortController();
+    const entry = { done: false, abort: (reason) => ac.abort(reason) };
+    this.calls.set(callId, entry);
+    entry.promise = (async () => {
+      await new Promise((r) => setImmediate(r)); // {accepted: true} is written first
+      let out;
+      try {
+        out = await fn(ac.signal);
+      } catch (err) {
+        out = { result: null, error: { code: 'failed', message: String(err?.message ?? err) } };
+      }
+      entry.done = true;
+      const line = { type: 'call_result', callId, result: out.result };
+      if (out.error) line.error = out.error;
+      this.write(line);
+    })();
+  }
+
+  cancelCall(callId) {
+    const c = this.calls.get(callId);
+    if (!c) throw new DriverError('unknown_id', `no tool call ${JSON.stringify(callId)}`);
+    if (c.done) return { running: false };
+    c.abort('cancelled by the caller');
+    return { running: true };
+  }
+
+  async handle(line) {
+    let req;
+    try {
+      req = JSON.parse(line);
+    } catch (err) {
+      this.fail(null, 'bad_request', `not JSON: ${err.message}`);
+      return;
+    }
+    if (typeof req !== 'object' || req === null || !Number.isInteger(req.id) || req.id < 0) {
+      this.fail(null, 'bad_request', 'a request is an object with a non-negative integer id');
+      return;
+    }
+    const { id, method } = req;
+    const params = req.params ?? {};
+    if (typeof method !== 'string' || typeof params !== 'object' || Array.isArray(params)) {
+      this.fail(id, 'bad_request', 'method must be a string and params an object');
+      return;
+    }
+    if (method === 'hello') {
+      this.respond(id, {
+        protocol: PROTOCOL,
+        implementation: this.implementation,
+        capabilities: this.capabilities,
+        profiles: this.profiles,
+      });
+      return;
+    }
+    if (method === 'shutdown') {
+      await this.shutdown();
+      this.respond(id, {});
+      process.exit(0);
+    }
+    if (this.closing) {
+      this.fail(id, 'shutting_down', 'the driver is shutting down');
+      return;
+    }
+    if (method === 'tool.cancel') {
+      if (!this.started) return this.fail(id, 'not_started', 'start first');
+      try {
+        this.respond(id, this.cancelCall(params.callId));
+      } catch (err) {
+        this.fail(id, err.code ?? 'failed', err.message);
+      }
+      return;
+    }
+    if (method === 'clock.now') {
+      if (!this.started) return this.fail(id, 'not_started', 'start first');
+      this.respond(id, { nowMs: this.now() });
+      return;
+    }
+    const h = this.handlers[method];
+    if (!h) {
+      const known = ['acquire', 'release', 'status', 'reload', 'server.disconnect', 'clock.advance', 'clock.pending'];
+      if (known.includes(method)) this.fail(id, 'unsupported', `${method} needs a capability this driver does not announce`);
+      else this.fail(id, 'unknown_method', `no method ${JSON.stringify(method)}`);
+      return;
+    }
+    if (method === 'start') {
+      if (this.started) return this.fail(id, 'already_started', 'start was already called');
+      if (params.clock !== 'real' && params.clock !== 'virtual') {
+        return this.fail(id, 'bad_request', 'start.clock must be "virtual" or "real"');
+      }
+      if (params.clock === 'virtual') {
+        return this.fail(id, 'unsupported', 'this driver runs on the real clock only (no virtual-clock capability)');
+      }
+      this.t0 = performance.now();
+    } else if (!this.started) {
+      return this.fail(id, 'not_started', 'start first');
+    }
+    try {
+      const result = await h(params, id);
+      if (method === 'start') this.started = true;
+      if (this.closing && method !== 'start') {
+        this.fail(id, 'shutting_down', 'the driver is shutting down');
+        return;
+      }
+      this.respond(id, result);
+    } catch (err) {
+      this.fail(id, err instanceof DriverError ? err.code : 'failed', err?.message ?? String(err));
+    }
+  }
+
+  /** shutdown aborts every call in flight and closes the implementation, once. */
+  shutdown() {
+    if (!this.closing) {
+      this.closing = (async () => {
+        const pending = [...this.calls.values()].filter((c) => !c.done);
+        for (const c of pending) c.abort('shutdown');
+        // Aborted calls write their call_result lines before the response;
+        // bounded in real time.
+        await Promise.race([
+          Promise.allSettled(pending.map((c) => c.promise)),
+          new Promise((r) => setTimeout(r, 5000).unref()),
+        ]);
+        try {
+          await this.onShutdown?.();
+        } catch (err) {
+          console.error('shutdown:', err);
+        }
+        this.event('runtime.closed');
+      })();
+    }
+    return this.closing;
+  }
+
+  /** run reads requests until EOF (which means shutdown) and exits 0. */
+  run() {
+    const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+    rl.on('line', (line) => {
+      if (line.trim() === '') return;
+      this.handle(line).catch((err) => console.error('driver:', err));
+    });
+    rl.on('close', async () => {
+      await this.shutdown();
+      process.exit(0);
+    });
+    for (const sig of ['SIGTERM', 'SIGINT']) {
+      process.on(sig, async () => {
+        await this.shutdown();
+        process.exit(0);
+      });
+    }
+  }
+}

@@ -1,0 +1,268 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/docsection"
+	"github.com/mcplife/mcplife/runtime/driver"
+)
+
+// The drivers of other implementations (conformance/drivers, run by
+// .ci/drivers), the matrix rendered from their reports, and the tutorial
+// whose code is one of them.
+
+const (
+	driversDir = "drivers"
+	matrixMD   = "../docs/MATRIX.md"
+	driverMD   = "../docs/DRIVER.md"
+	// requireNodeEnv makes tests that need Node and the drivers' npm
+	// packages fail instead of skipping when those are missing (CI sets it).
+	requireNodeEnv = "MCPLIFE_REQUIRE_NODE"
+)
+
+// TestMatrix checks that docs/MATRIX.md is rendered from the committed
+// verdict reports (conformance/drivers/*/report.json). MCPLIFE_UPDATE_DOCS=1
+// rewrites it; so does go run ./cmd/harness matrix.
+func TestMatrix(t *testing.T) {
+	cols, err := ReadMatrixColumns(driversDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cols[0].Name != ReferenceColumn {
+		t.Errorf("the first column is %q, want the reference runtime's (%s/%s/report.json)", cols[0].Name, driversDir, ReferenceColumn)
+	}
+	for _, c := range cols {
+		if len(c.Report.Verdicts) != len(Requirements()) {
+			t.Errorf("%s/%s/report.json has %d verdicts for %d requirements: rerun .ci/drivers -update", driversDir, c.Name, len(c.Report.Verdicts), len(Requirements()))
+		}
+		for _, v := range c.Report.Verdicts {
+			if v.Verdict == Failed || v.Verdict == StaleBaseline {
+				t.Errorf("%s/%s/report.json: %s is %s; a committed report holds only passes, expected failures and requirements not claimed", driversDir, c.Name, v.ID, v.Verdict)
+			}
+		}
+	}
+	want := RenderMatrix(cols)
+	got, err := os.ReadFile(matrixMD)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		if os.Getenv(docsection.UpdateEnv) != "" {
+			if err := os.WriteFile(matrixMD, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Errorf("%s is stale: run go run ./cmd/harness matrix (or the tests with %s=1) and review the diff", matrixMD, docsection.UpdateEnv)
+	}
+}
+
+// TestDriverBaselines checks that every driver's baseline parses, names
+// only known requirements and gives each a reason, and that its report
+// agrees with it: every expected failure in the report is in the baseline
+// and the other way round.
+func TestDriverBaselines(t *testing.T) {
+	for _, dir := range nodeDrivers(t) {
+		base, err := ReadBaseline(filepath.Join(dir, "baseline.txt"))
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		if err := base.check(); err != nil {
+			t.Errorf("%v", err)
+		}
+		rep, err := ReadVerdicts(filepath.Join(dir, "report.json"))
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		xfail := map[string]bool{}
+		for _, v := range rep.Verdicts {
+			if v.Verdict == ExpectedFailure {
+				xfail[v.ID] = true
+				if v.Reason != base.Reasons[v.ID] {
+					t.Errorf("%s: report.json gives %s the reason %q, the baseline %q: rerun .ci/drivers -update", dir, v.ID, v.Reason, base.Reasons[v.ID])
+				}
+			}
+		}
+		for id := range base.Reasons {
+			if !xfail[id] {
+				t.Errorf("%s: the baseline lists %s but report.json has no expected failure for it", dir, id)
+			}
+		}
+	}
+}
+
+// resolvedURL matches the tarball URL of a lockfile entry.
+var resolvedURL = regexp.MustCompile(`"resolved":\s*"([^"]*)"`)
+
+// TestDriverLockfiles checks that every Node driver pins exact versions
+// and that its lockfile fetches nothing from outside the npm registry.
+func TestDriverLockfiles(t *testing.T) {
+	for _, dir := range nodeDrivers(t) {
+		var pkg struct {
+			Dependencies map[string]string `json:"dependencies"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+		if err == nil {
+			err = json.Unmarshal(b, &pkg)
+		}
+		if err != nil {
+			t.Errorf("%s: %v", dir, err)
+			continue
+		}
+		for name, v := range pkg.Dependencies {
+			if !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(v) {
+				t.Errorf("%s/package.json: %s %q is not an exact version", dir, name, v)
+			}
+		}
+		lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
+		if err != nil {
+			t.Errorf("%s: %v (run npm install and commit the lockfile)", dir, err)
+			continue
+		}
+		for _, m := range resolvedURL.FindAllSubmatch(lock, -1) {
+			if !bytes.HasPrefix(m[1], []byte("https://registry.npmjs.org/")) {
+				t.Errorf("%s/package-lock.json resolves a package outside the npm registry: %s", dir, m[1])
+			}
+		}
+	}
+}
+
+// TestTutorialMatchesDriver checks that the js code blocks of the tutorial
+// in docs/DRIVER.md, concatenated, are conformance/drivers/minimal-node/driver.js.
+func TestTutorialMatchesDriver(t *testing.T) {
+	const begin = "<!-- BEGIN TUTORIAL: conformance/drivers/minimal-node/driver.js -->"
+	doc, err := os.ReadFile(driverMD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), begin)
+	if !ok {
+		t.Fatalf("%s has no %q marker", driverMD, begin)
+	}
+	section, _, ok := strings.Cut(rest, "<!-- END TUTORIAL -->")
+	if !ok {
+		t.Fatalf("%s: the tutorial has no end marker", driverMD)
+	}
+	var code strings.Builder
+	for _, block := range regexp.MustCompile("(?s)```js\n(.*?)```\n").FindAllStringSubmatch(section, -1) {
+		code.WriteString(block[1])
+	}
+	file, err := os.ReadFile(filepath.Join(driversDir, "minimal-node", "driver.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code.String() != string(file) {
+		got, want := strings.Split(code.String(), "\n"), strings.Split(string(file), "\n")
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Fatalf("the tutorial's code differs from minimal-node/driver.js at line %d:\n doc:  %s\n file: %s", i+1, got[i], want[i])
+			}
+		}
+		t.Fatalf("the tutorial's code has %d lines, minimal-node/driver.js %d", len(got), len(want))
+	}
+}
+
+// TestDriversHello starts every Node driver and checks its hello: the
+// protocol and vocabulary the client accepts, and the implementation and
+// version its committed report was measured with (a version bump without a
+// new run fails here). It needs node and each driver's node_modules (npm
+// ci); without them it skips, unless MCPLIFE_REQUIRE_NODE=1.
+func TestDriversHello(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		needNode(t, "node is not on PATH")
+	}
+	for _, dir := range nodeDrivers(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
+				needNode(t, "no "+filepath.Join(dir, "node_modules")+" (run npm ci there, or .ci/drivers)")
+			}
+			rep, err := ReadVerdicts(filepath.Join(dir, "report.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			stderr := &syncBuffer{}
+			c, err := driver.StartCommand(ctx, []string{node, filepath.Join(dir, "driver.js")}, nil, stderr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := c.Hello(ctx)
+			if err != nil {
+				_ = c.Close(ctx)
+				t.Fatalf("hello: %v\nstderr: %s", err, stderr.String())
+			}
+			if h.Implementation != rep.Implementation {
+				t.Errorf("hello names %s %s, report.json was measured with %s %s: rerun .ci/drivers -update",
+					h.Implementation.Name, h.Implementation.Version, rep.Implementation.Name, rep.Implementation.Version)
+			}
+			if err := c.Close(ctx); err != nil {
+				t.Errorf("shutdown: %v", err)
+			}
+		})
+	}
+}
+
+// nodeDrivers returns the Node driver directories (those with a
+// package.json).
+func nodeDrivers(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(driversDir, "*", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatalf("no %s/*/package.json", driversDir)
+	}
+	for i, d := range dirs {
+		dirs[i] = filepath.Dir(d)
+	}
+	return dirs
+}
+
+// needNode skips the test for a missing Node prerequisite, or fails it
+// when MCPLIFE_REQUIRE_NODE=1.
+func needNode(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv(requireNodeEnv) == "1" {
+		t.Fatalf("%s, and %s=1 requires the Node drivers", why, requireNodeEnv)
+	}
+	t.Skipf("skipping the Node drivers: %s (set %s=1 to make this a failure)", why, requireNodeEnv)
+}
+
+// TestSameVerdicts checks the comparison .ci/drivers relies on: equal
+// reports agree, and a changed verdict, reason or version is reported.
+func TestSameVerdicts(t *testing.T) {
+	base := func() VerdictReport {
+		v := VerdictReport{Implementation: driver.Implementation{Name: "x", Version: "1"}, Clock: "real"}
+		for _, r := range Requirements() {
+			v.Verdicts = append(v.Verdicts, RequirementVerdict{ID: r.ID, Verdict: Passed})
+		}
+		return v
+	}
+	if d := SameVerdicts(base(), base()); len(d) != 0 {
+		t.Errorf("equal reports differ: %v", d)
+	}
+	got := base()
+	got.Implementation.Version = "2"
+	got.Verdicts[0] = RequirementVerdict{ID: got.Verdicts[0].ID, Verdict: ExpectedFailure, Reason: "why"}
+	if d := SameVerdicts(base(), got); len(d) != 2 {
+		t.Errorf("want 2 differences (version, %s), got %v", got.Verdicts[0].ID, d)
+	}
+	b, err := got.Marshal()
+	if err != nil || !bytes.HasSuffix(b, []byte("}\n")) {
+		t.Errorf("Marshal: %v, %q", err, b[max(0, len(b)-10):])
+	}
+}

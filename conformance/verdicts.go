@@ -1,0 +1,123 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+)
+
+// VerdictReport is the compact, stable record of a run: the implementation
+// and the verdict on every requirement, with the baseline's reason for an
+// expected failure and the reason a requirement did not apply. It holds no
+// timings, pids or paths, so two runs with the same verdicts write the same
+// bytes; docs/MATRIX.md is rendered from these reports.
+type VerdictReport struct {
+	Implementation driver.Implementation `json:"implementation"`
+	// Clock is the clock mode of the run: "virtual" or "real".
+	Clock    string               `json:"clock"`
+	Verdicts []RequirementVerdict `json:"verdicts"`
+}
+
+// RequirementVerdict is the verdict on one requirement.
+type RequirementVerdict struct {
+	ID      string  `json:"id"`
+	Verdict Verdict `json:"verdict"`
+	// Reason is the baseline's reason (expected failure), why the
+	// requirement does not apply, or the first line of an unexpected
+	// failure.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Verdicts returns the run's compact report.
+func (r *Result) Verdicts() VerdictReport {
+	rep := VerdictReport{Implementation: r.Implementation}
+	if f := strings.Fields(r.Clock); len(f) > 0 {
+		rep.Clock = f[0]
+	}
+	for _, o := range r.Outcomes {
+		v := RequirementVerdict{ID: o.Requirement.ID, Verdict: o.Verdict}
+		msg := strings.TrimSpace(o.Message)
+		switch o.Verdict {
+		case ExpectedFailure:
+			v.Reason = strings.TrimPrefix(firstLine(msg), "baseline: ")
+		case NotApplicable, Failed, StaleBaseline:
+			v.Reason = firstLine(msg)
+		}
+		rep.Verdicts = append(rep.Verdicts, v)
+	}
+	return rep
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.TrimSpace(s)
+}
+
+// Marshal encodes the report as indented JSON with a final newline.
+func (v VerdictReport) Marshal() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// WriteVerdicts writes the compact report of r to path.
+func (r *Result) WriteVerdicts(path string) error {
+	b, err := r.Verdicts().Marshal()
+	if err != nil {
+		return fmt.Errorf("verdict report: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("verdict report: %w", err)
+	}
+	return nil
+}
+
+// ReadVerdicts reads a compact report written by WriteVerdicts.
+func ReadVerdicts(path string) (VerdictReport, error) {
+	var v VerdictReport
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return v, fmt.Errorf("verdict report: %w", err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, fmt.Errorf("verdict report %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// SameVerdicts compares the verdicts of two reports and returns one line
+// per requirement whose verdict or reason differs (empty when they agree).
+func SameVerdicts(want, got VerdictReport) []string {
+	var diffs []string
+	if want.Implementation != got.Implementation {
+		diffs = append(diffs, fmt.Sprintf("implementation: stored %s %s, run %s %s",
+			want.Implementation.Name, want.Implementation.Version, got.Implementation.Name, got.Implementation.Version))
+	}
+	if want.Clock != got.Clock {
+		diffs = append(diffs, fmt.Sprintf("clock: stored %s, run %s", want.Clock, got.Clock))
+	}
+	w := map[string]RequirementVerdict{}
+	for _, v := range want.Verdicts {
+		w[v.ID] = v
+	}
+	g := map[string]RequirementVerdict{}
+	for _, v := range got.Verdicts {
+		g[v.ID] = v
+	}
+	for _, r := range Requirements() {
+		a, b := w[r.ID], g[r.ID]
+		if a.Verdict != b.Verdict || (a.Verdict != Failed && a.Reason != b.Reason) {
+			diffs = append(diffs, fmt.Sprintf("%s: stored %s %q, run %s %q", r.ID, a.Verdict, a.Reason, b.Verdict, b.Reason))
+		}
+	}
+	return diffs
+}
