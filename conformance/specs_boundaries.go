@@ -28,21 +28,16 @@ var _ = Spec(Requirement{
 	Statement: "An implementation MUST keep an exposed tool name of exactly 64 characters as it is, and cap a longer one to at most 64 characters, so that tools whose names share their first 64 characters stay distinct and each reaches its own raw tool.",
 	Source:    Source{"reference semantics", "Tool names are capped at 64 characters (a hash keeps long names that share a prefix distinct)"},
 }, func(h *H) {
-	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
-	h.Open("main")
 	// "mcp_fx_" is 7 characters: a 57-character tool name is exposed with
 	// exactly 64, a 58-character one needs the cap, and two of 70 share
 	// their first 64 exposed characters.
 	exact, over := longName("exact", 57), longName("over", 58)
 	twinA, twinB := longName("twin", 69)+"a", longName("twin", 69)+"b"
-	h.CallNow("main", "mcp_fx_set_tools", map[string]any{"add": []string{exact, over, twinA, twinB}})
-	h.AwaitJournal("fx", "list-changed", 1)
-	h.passDebounce("fx")
-	var names []string
-	h.EventuallySeen("the four long tools in the session", func() bool {
-		names = h.ToolNames("main", "fx")
-		return len(names) == 13
-	}, func() string { return fmt.Sprintf("%d tools: %v", len(names), names) })
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_TOOL_NAMES": strings.Join([]string{exact, over, twinA, twinB}, ",")})}})
+	h.Open("main")
+	h.AwaitJournal("fx", "tools-list", 1)
+	names := h.ToolNames("main", "fx")
+	h.Verify(Journal, len(names) == 13, "the server's 13 tools are listed", "%d tools: %v", len(names), names)
 	var tooLong []string
 	for _, n := range names {
 		if len(n) > 64 {
@@ -66,7 +61,7 @@ var _ = Spec(Requirement{
 	reached := map[string]bool{}
 	for i, n := range capped {
 		h.CallNow("main", n, map[string]any{"text": "x"})
-		reached[h.AwaitJournal("fx", "call-start", i+2).Last("call-start").Str("tool")] = true
+		reached[h.AwaitJournal("fx", "call-start", i+1).Last("call-start").Str("tool")] = true
 	}
 	h.Verify(Journal, reached[over] && reached[twinA] && reached[twinB], "each capped name reaches its own raw tool", "the server saw calls of %v", slices.Sorted(maps.Keys(reached)))
 })
