@@ -119,7 +119,7 @@ func runHarness(ctx context.Context, dir, bin string, env []string, args ...stri
 	defer func() { run.took = time.Since(start) }()
 	report := filepath.Join(dir, "report.json")
 	args = append([]string{"conformance", "-no-color", "-json", report}, args...)
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
