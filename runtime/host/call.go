@@ -35,7 +35,7 @@ func (s *server) readyConn(ctx context.Context) (*connection, error) {
 			c := s.conn
 			s.mu.Unlock()
 			return c, nil
-		case s.state == StateBlocked:
+		case s.state == StateBlocked, s.state == StateNeedsAuth:
 			err := s.lastErr
 			s.mu.Unlock()
 			return nil, err
@@ -84,7 +84,16 @@ func (s *server) readyConn(ctx context.Context) (*connection, error) {
 //
 // started is called once the call's watchdog is armed.
 func (s *server) callTool(ctx context.Context, name string, args any, started func()) (*mcp.CallToolResult, error) {
+	var mark *requestMark
+	if s.isRemote() {
+		ctx, mark = withMark(ctx)
+	}
 	res, err, conn := s.callOnce(ctx, name, args, started)
+	if mark != nil && err != nil && conn == nil {
+		if res, err, ok := s.retryRemoteCall(ctx, mark, name, args, err); ok {
+			return res, err
+		}
+	}
 	if conn == nil {
 		return res, err
 	}
