@@ -91,6 +91,7 @@ var (
 		driver.ProfileBoundedReconnect: "BOUNDED",
 		driver.ProfileRegistration:     "REG",
 		driver.ProfileSecurity:         "SEC",
+		driver.ProfileRemote:           "REMOTE",
 	}
 )
 

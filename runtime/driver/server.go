@@ -535,6 +535,9 @@ func (d *driver) start(ctx context.Context, params json.RawMessage) (any, func()
 		Trusted:  p.Trusted,
 		CacheDir: p.CacheDir,
 	}
+	if p.CredentialsFile != "" {
+		hopts.Credentials = config.FileCredentials{Path: p.CredentialsFile}
+	}
 	if p.Env != nil {
 		env := copyEnv(p.Env)
 		hopts.Discovery.Env = func(k string) (string, bool) {
@@ -1068,6 +1071,8 @@ func (d *driver) status(ctx context.Context, params json.RawMessage) (any, func(
 			RestartAttempts: s.RestartAttempts,
 			Policy:          s.Policy,
 			Warnings:        s.Warnings,
+			SessionReinits:  s.SessionReinits,
+			StreamResumes:   s.StreamResumes,
 		}
 		if !s.ConnectedSince.IsZero() {
 			at := max(s.ConnectedSince.Sub(origin).Milliseconds(), 0)
