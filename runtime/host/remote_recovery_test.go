@@ -210,3 +210,27 @@ func TestRemoteRefusedFollowsPolicy(t *testing.T) {
 	e.clock.Advance(time.Second)
 	e.await(m(event.ServerConnected, "fx", "attempt", "1"))
 }
+
+// TestLifecycleDocNamesRemoteEvents: docs/LIFECYCLE.md's "Remote servers"
+// section states a rule for every remote.* event.
+func TestLifecycleDocNamesRemoteEvents(t *testing.T) {
+	data, err := os.ReadFile("../../docs/LIFECYCLE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n## Remote servers\n")
+	if !ok {
+		t.Fatal(`docs/LIFECYCLE.md has no "## Remote servers" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, k := range event.Kinds() {
+		if strings.HasPrefix(string(k.Kind), "remote.") && !strings.Contains(section, "`"+string(k.Kind)+"`") {
+			t.Errorf("docs/LIFECYCLE.md, Remote servers: no rule names %s", k.Kind)
+		}
+	}
+	for _, s := range []string{string(StateNeedsAuth), CodeAuthRequired} {
+		if !strings.Contains(section, s) {
+			t.Errorf("docs/LIFECYCLE.md, Remote servers: %s is not mentioned", s)
+		}
+	}
+}
