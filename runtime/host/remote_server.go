@@ -99,7 +99,7 @@ func (s *server) remoteLost(c *connection, cause error) bool {
 		s.setStateLocked(StateNeedsAuth)
 		return true
 	}
-	if !rc.sessionExpired() && !errors.Is(cause, mcp.ErrSessionMissing) {
+	if (!rc.sessionExpired() && !errors.Is(cause, mcp.ErrSessionMissing)) || s.rt.faults.on(faultNoSessionReinit) {
 		return false
 	}
 	s.mu.Lock()
