@@ -30,6 +30,8 @@ type Setup struct {
 	SkipProjectConfig bool
 	// ConfigFiles are explicit config files.
 	ConfigFiles []driver.ConfigFile
+	// CredentialsFile is the credential provider's file (start.credentialsFile).
+	CredentialsFile string
 }
 
 // Start starts a new driver (closing the previous one, if any), says hello
@@ -61,6 +63,7 @@ func (h *H) Start(s Setup) {
 		ConfigFiles:       s.ConfigFiles,
 		Env:               s.Env,
 		Options:           s.Options,
+		CredentialsFile:   s.CredentialsFile,
 	}
 	if p.Env == nil {
 		p.Env = map[string]string{}

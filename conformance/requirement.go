@@ -82,7 +82,7 @@ func (r Requirement) Labels() []string {
 }
 
 var (
-	idPattern   = regexp.MustCompile(`^(CORE|GATE|SHARED|BOUNDED|REG|SEC)-[A-Z]+-[0-9]{3}$`)
+	idPattern   = regexp.MustCompile(`^(CORE|GATE|SHARED|BOUNDED|REG|SEC|REMOTE)-[A-Z]+-[0-9]{3}$`)
 	areaPattern = regexp.MustCompile(`^[a-z][a-z-]*$`)
 	prefixes    = map[driver.Profile]string{
 		driver.ProfileCore:             "CORE",
@@ -91,6 +91,7 @@ var (
 		driver.ProfileBoundedReconnect: "BOUNDED",
 		driver.ProfileRegistration:     "REG",
 		driver.ProfileSecurity:         "SEC",
+		driver.ProfileRemote:           "REMOTE",
 	}
 )
 

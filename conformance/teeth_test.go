@@ -56,7 +56,10 @@ var teeth = []struct {
 		"SHARED-POOL-002", []string{"SHARED-POOL-001", "SHARED-ACQUIRE-001", "REG-LISTCHANGED-001"}},
 	{"no-idle-watch", "an exit of the server process is not noticed",
 		// Nothing that recovers from a dead process can work.
-		"SHARED-IDLE-001", []string{"SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-RESTART-002", "BOUNDED-GRACE-001", "BOUNDED-CRASHLOOP-001", "REG-GRACE-001", "REG-GRACE-002"}},
+		// A remote connection's end is not handled either: no
+		// re-initialization after a 404, no needs-auth.
+		"SHARED-IDLE-001", []string{"SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-RESTART-002", "BOUNDED-GRACE-001", "BOUNDED-CRASHLOOP-001", "REG-GRACE-001", "REG-GRACE-002",
+			"REMOTE-EXPIRY-001", "REMOTE-AUTH-002"}},
 	{"untrusted-stdio", "project-level stdio servers run in untrusted workspaces",
 		"SEC-TRUST-001", nil},
 	{"truncate-after-wrap", "truncation cuts the wrapped text, losing the closing marker",
@@ -66,7 +69,9 @@ var teeth = []struct {
 		// getting mcp_restart_failed.
 		"REG-GRACE-001", []string{"REG-GRACE-002", "BOUNDED-GRACE-001", "SHARED-RESTART-002"}},
 	{"no-fail-fast", "calls in flight wait for their timeout after the server died",
-		"CORE-FAILFAST-001", nil},
+		// A call whose connection broke on a 404 or a 403 waits for its
+		// timeout too.
+		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-AUTH-002"}},
 	{"gate-waits-for-all", "the startup gate ignores its timeout",
 		"GATE-TIMING-001", []string{"GATE-TIMING-002", "GATE-DEFERRED-001", "GATE-LATE-001", "GATE-CACHE-001"}},
 	{"abort-probes", "a caller's cancellation runs the health probe",
@@ -79,6 +84,15 @@ var teeth = []struct {
 		"GATE-CACHE-002", nil},
 	{"double-restart", "a second restart trigger starts a second restart loop",
 		"SHARED-RESTART-003", nil},
+	{"no-session-reinit", "a 404 for the session is an ordinary transport exit: no re-initialization at once, no retry of the unseen call",
+		"REMOTE-EXPIRY-001", nil},
+	{"no-stream-resume", "a dropped response stream is not resumed with Last-Event-ID",
+		"REMOTE-RESUME-001", nil},
+	{"no-auth-refresh", "a 401/403 is final; the credential provider is never asked again",
+		"REMOTE-AUTH-001", nil},
+	{"ignore-retry-after", "429/503 with Retry-After are passed through at once",
+		// The handshake's refusal then never delays the restart either.
+		"REMOTE-RETRYAFTER-001", []string{"REMOTE-RETRYAFTER-002"}},
 }
 
 // buildHarness builds cmd/harness with the mcplife_faults tag, once.

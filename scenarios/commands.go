@@ -179,7 +179,7 @@ func cmdStart(s *state, _ bool, args []string) {
 		s.marks = map[string]uint64{}
 		s.pending = map[string]*bgRequest{}
 	}
-	var clockMode, inline, workspace, home, cacheDir string
+	var clockMode, inline, workspace, home, cacheDir, credentials string
 	var trusted, skipProject bool
 	var configs, envs multiFlag
 	rest := s.parseFlags("start", args, func(fs *flag.FlagSet) {
@@ -188,6 +188,7 @@ func cmdStart(s *state, _ bool, args []string) {
 		fs.StringVar(&workspace, "workspace", "", "")
 		fs.StringVar(&home, "home", ".home", "")
 		fs.StringVar(&cacheDir, "cache", "", "")
+		fs.StringVar(&credentials, "credentials", "", "")
 		fs.BoolVar(&trusted, "trusted", false, "")
 		fs.BoolVar(&skipProject, "skip-project", false, "")
 		fs.Var(&configs, "config", "")
@@ -204,6 +205,9 @@ func cmdStart(s *state, _ bool, args []string) {
 	}
 	if cacheDir != "" {
 		p.CacheDir = s.path(cacheDir)
+	}
+	if credentials != "" {
+		p.CredentialsFile = s.path(credentials)
 	}
 	if inline != "" {
 		data, err := os.ReadFile(s.path(inline))
@@ -763,6 +767,8 @@ func renderStatus(st driver.ServerStatus) map[string]string {
 		"source.level":    st.Source.Level,
 		"source.provider": st.Source.Provider,
 		"warnings":        strings.Join(st.Warnings, "; "),
+		"sessionReinits":  strconv.Itoa(st.SessionReinits),
+		"streamResumes":   strconv.Itoa(st.StreamResumes),
 	}
 	if st.PID > 0 {
 		m["pid"] = strconv.Itoa(st.PID)

@@ -71,8 +71,8 @@ func registry() []Command {
 		{
 			Name:        "start",
 			Group:       groupImpl,
-			Usage:       "start [-clock virtual|real] [-inline FILE] [-config FILE[:LEVEL[:PROVIDER]]]... [-workspace DIR] [-home DIR] [-cache DIR] [-trusted] [-skip-project] [-env NAME[=VALUE]]... [OPTION=VALUE...]",
-			Description: "Starts the implementation under test through its driver (hello, then start). `-inline` names a JSON file of the archive mapping server names to server objects; `-config` adds an explicit config file (level `project` or `user`, default `user`; provider default `mcplife`). The config layer sees the script's initial environment ($WORK, PATH, HOME, ...) plus every `-env` variable (NAME alone takes the script's current value), so `${WORK}` works in config files. `-home` defaults to an empty `$WORK/.home`, so no real user config leaks in; there is no workspace unless `-workspace` names one. OPTION=VALUE pairs are start options of the driver protocol with JSON values, e.g. `toolTimeoutMs=1000 lateRegistration=true`. The clock is virtual unless `-clock real`.",
+			Usage:       "start [-clock virtual|real] [-inline FILE] [-config FILE[:LEVEL[:PROVIDER]]]... [-workspace DIR] [-home DIR] [-cache DIR] [-credentials FILE] [-trusted] [-skip-project] [-env NAME[=VALUE]]... [OPTION=VALUE...]",
+			Description: "Starts the implementation under test through its driver (hello, then start). `-inline` names a JSON file of the archive mapping server names to server objects; `-config` adds an explicit config file (level `project` or `user`, default `user`; provider default `mcplife`). The config layer sees the script's initial environment ($WORK, PATH, HOME, ...) plus every `-env` variable (NAME alone takes the script's current value), so `${WORK}` works in config files. `-home` defaults to an empty `$WORK/.home`, so no real user config leaks in; there is no workspace unless `-workspace` names one. OPTION=VALUE pairs are start options of the driver protocol with JSON values, e.g. `toolTimeoutMs=1000 lateRegistration=true`. `-credentials` names a JSON file mapping credential ids to `{\"accessToken\": ...}`, the credential provider of servers with an oauth `auth` block (read again on every refresh, so a script can rotate a token by rewriting it). The clock is virtual unless `-clock real`.",
 			run:         cmdStart,
 		},
 		{
@@ -158,7 +158,7 @@ func registry() []Command {
 			Name:        "status",
 			Group:       groupImpl,
 			Usage:       "status [SERVER [KEY=VALUE|KEY~REGEXP|KEY!=VALUE|KEY!~REGEXP...]]",
-			Description: "Prints the status of every server, or of one (status): `state`, `transport`, `tools`, `deferred`, `error`, `stderr`, `shared`, `refs`, `pid`, `connected`, `connectedAtMs`, `restartAttempts`, `policy`, `source.file`, `source.level`, `source.provider`, `warnings`. A server the status does not list has `state=absent`. Expectations on one server make it a check.",
+			Description: "Prints the status of every server, or of one (status): `state`, `transport`, `tools`, `deferred`, `error`, `stderr`, `shared`, `refs`, `pid`, `connected`, `connectedAtMs`, `restartAttempts`, `policy`, `source.file`, `source.level`, `source.provider`, `warnings`, `sessionReinits`, `streamResumes`. A server the status does not list has `state=absent`. Expectations on one server make it a check.",
 			Check:       true,
 			Needs:       []driver.Capability{driver.CapStatus},
 			run:         cmdStatus,

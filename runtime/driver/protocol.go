@@ -89,6 +89,7 @@ const (
 	CapDisconnect       Capability = "disconnect"
 	CapStatus           Capability = "status"
 	CapJournalPID       Capability = "journal-pid"
+	CapRemoteRecovery   Capability = "remote-recovery"
 )
 
 // CapabilityInfo documents one capability.
@@ -117,6 +118,7 @@ func Capabilities() []CapabilityInfo {
 		{CapDisconnect, "the server.disconnect method."},
 		{CapStatus, "the status method."},
 		{CapJournalPID, "process.started and process.exited events and status carry the real OS pid of each stdio server process, so the harness can match them with the fixture's journal and check that no process is left behind."},
+		{CapRemoteRecovery, "remote (http) servers recover from what fails in the field, with remote.* events: a session the server forgot (404) is re-initialized once and an unseen call retried; a dropped response stream is resumed with Last-Event-ID after its `retry:`; a rejected credential is refreshed once through start.credentialsFile, then the server is in state needs-auth; Retry-After is honoured within the restart policy's longest delay."},
 	}
 }
 
@@ -132,6 +134,7 @@ const (
 	ProfileBoundedReconnect Profile = "bounded-reconnect"
 	ProfileRegistration     Profile = "registration"
 	ProfileSecurity         Profile = "security"
+	ProfileRemote           Profile = "remote"
 )
 
 // ProfileInfo documents one profile.
@@ -156,6 +159,8 @@ func Profiles() []ProfileInfo {
 			"tool (un)registration on list_changed, disconnect and reload; collisions"},
 		{ProfileSecurity, []Capability{CapTrustGate, CapConfigDiscovery},
 			"the trust gate, config discovery and shadowing, secrets kept out of project-level servers"},
+		{ProfileRemote, []Capability{CapVirtualClock, CapRestartPolicies, CapStatus, CapRemoteRecovery},
+			"remote servers in the field: session expiry (404), stream resumption (Last-Event-ID), credential refresh and needs-auth, Retry-After, refused connections"},
 	}
 }
 
@@ -407,6 +412,10 @@ type StartParams struct {
 	// config layer sees instead of the driver's own.
 	Env     map[string]string `json:"env,omitzero"`
 	Options *StartOptions     `json:"options,omitempty"`
+	// CredentialsFile is a JSON file mapping credential ids to
+	// {"accessToken": "..."}, the credential provider of servers with an
+	// oauth auth block; it is read again on every refresh.
+	CredentialsFile string `json:"credentialsFile,omitempty"`
 }
 
 // SessionParams are the params of session.open, session.close and
@@ -535,7 +544,7 @@ type Source struct {
 type ServerStatus struct {
 	Name string `json:"name"`
 	// State is connecting, connected, restarting, failed, disconnected,
-	// disabled or blocked.
+	// disabled, blocked or needs-auth.
 	State     string `json:"state"`
 	Transport string `json:"transport"`
 	Tools     int    `json:"tools"`
@@ -552,10 +561,14 @@ type ServerStatus struct {
 	RestartAttempts int      `json:"restartAttempts"`
 	Policy          string   `json:"policy,omitempty"`
 	Warnings        []string `json:"warnings,omitempty"`
+	// SessionReinits counts remote sessions re-initialized after a 404.
+	SessionReinits int `json:"sessionReinits,omitempty"`
+	// StreamResumes counts dropped response streams resumed.
+	StreamResumes int `json:"streamResumes,omitempty"`
 }
 
 // The server states of ServerStatus.State.
-var ServerStates = []string{"connecting", "connected", "restarting", "failed", "disconnected", "disabled", "blocked"}
+var ServerStates = []string{"connecting", "connected", "restarting", "failed", "disconnected", "disabled", "blocked", "needs-auth"}
 
 // StatusResult is the result of status.
 type StatusResult struct {

@@ -63,6 +63,9 @@ func (d *driver) start(ctx context.Context, params json.RawMessage) (any, func()
 		Trusted:  p.Trusted,
 		CacheDir: p.CacheDir,
 	}
+	if p.CredentialsFile != "" {
+		hopts.Credentials = config.FileCredentials{Path: p.CredentialsFile}
+	}
 	if p.Env != nil {
 		env := copyEnv(p.Env)
 		hopts.Discovery.Env = func(k string) (string, bool) {

@@ -36,6 +36,8 @@ func (d *driver) status(ctx context.Context, params json.RawMessage) (any, func(
 			RestartAttempts: s.RestartAttempts,
 			Policy:          s.Policy,
 			Warnings:        s.Warnings,
+			SessionReinits:  s.SessionReinits,
+			StreamResumes:   s.StreamResumes,
 		}
 		if !s.ConnectedSince.IsZero() {
 			at := max(s.ConnectedSince.Sub(origin).Milliseconds(), 0)

@@ -118,6 +118,11 @@ func commonAttrs() map[string]AttrInfo {
 		{Name: "refs", Type: TypeInt, Meaning: "sessions holding the server after this step"},
 		{Name: "shared", Type: TypeBool, Meaning: "false for a private (\"shared\": false) server"},
 		{Name: "idle_ms", Type: TypeMillis, Meaning: "the idle timeout that expired"},
+		{Name: "status", Type: TypeInt, Meaning: "the HTTP status the remote server answered"},
+		{Name: "last_event_id", Type: TypeString, Meaning: "the id of the last event received on the dropped stream"},
+		{Name: "retry_ms", Type: TypeMillis, Meaning: "the stream's retry: before a resume (1000 when the server sent none)"},
+		{Name: "retry_after_ms", Type: TypeMillis, Meaning: "the Retry-After the server asked for"},
+		{Name: "credential", Type: TypeString, Meaning: "the credential id asked of the provider"},
 	}
 	out := make(map[string]AttrInfo, len(list))
 	for _, a := range list {
@@ -129,9 +134,18 @@ func commonAttrs() map[string]AttrInfo {
 // kindAttrs documents attributes whose type, values or meaning differ for
 // one kind from commonAttrs.
 func kindAttrs() map[Kind][]AttrInfo {
+	remoteMethod := []AttrInfo{{Name: "method", Type: TypeString, Meaning: "the JSON-RPC method of the request (initialize, tools/call, ...; GET for a stream)"}}
 	return map[Kind][]AttrInfo{
-		ConfigError:    {{Name: "file", Type: TypeString, Meaning: "the config file (the project directory for a discovery-level failure)"}},
-		ConfigShadowed: {{Name: "file", Type: TypeString, Meaning: "the file of the definition that lost"}},
+		RemoteSessionExpired:     remoteMethod,
+		RemoteUnreachable:        remoteMethod,
+		RemoteAuthRejected:       remoteMethod,
+		RemoteRequestRetried:     remoteMethod,
+		RemoteThrottled:          remoteMethod,
+		RemoteStreamDropped:      remoteMethod,
+		RemoteStreamResumed:      remoteMethod,
+		RemoteStreamResumeFailed: remoteMethod,
+		ConfigError:              {{Name: "file", Type: TypeString, Meaning: "the config file (the project directory for a discovery-level failure)"}},
+		ConfigShadowed:           {{Name: "file", Type: TypeString, Meaning: "the file of the definition that lost"}},
 		ServerDisconnected: {{Name: "reason", Type: TypeString, Values: []string{"disconnect"},
 			Meaning: "disconnect: server.disconnect (or the embedding host) asked for it"}},
 		ServerBlocked: {{Name: "reason", Type: TypeString, Meaning: "why the trust gate blocked the server, for people"}},

@@ -102,7 +102,7 @@ type KindInfo struct {
 
 // Kinds returns the whole vocabulary in documentation order.
 func Kinds() []KindInfo {
-	return []KindInfo{
+	return append([]KindInfo{
 		{ConfigLoaded, "a config source was read", "file, provider, level, servers"},
 		{ConfigError, "a config file or server entry was rejected; the server is skipped", "file, line, column, field, message"},
 		{ConfigWarning, "a config value was ignored or fell back to its default", "file, line, column, field, message"},
@@ -164,7 +164,9 @@ func Kinds() []KindInfo {
 		{ReloadStarted, "a reload began", ""},
 		{ReloadFinished, "a reload finished", "servers"},
 		{RuntimeClosed, "the runtime closed; nothing is left running", ""},
-	}
+	},
+		// Remote servers: kind_remote.go.
+		remoteKinds()...)
 }
 
 // CheckDocumented reports an error when e's kind is not in the vocabulary,

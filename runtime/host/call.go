@@ -35,7 +35,7 @@ func (s *server) readyConn(ctx context.Context) (*connection, error) {
 			c := s.conn
 			s.mu.Unlock()
 			return c, nil
-		case s.state == StateBlocked:
+		case s.state == StateBlocked, s.state == StateNeedsAuth:
 			err := s.lastErr
 			s.mu.Unlock()
 			return nil, err
@@ -85,7 +85,16 @@ func (s *server) readyConn(ctx context.Context) (*connection, error) {
 // ci names the call in events; its tool.call_started is emitted once the
 // call's watchdog is armed.
 func (s *server) callTool(ctx context.Context, name string, args any, ci *callInfo) (*mcp.CallToolResult, error) {
+	var mark *requestMark
+	if s.isRemote() {
+		ctx, mark = withMark(ctx)
+	}
 	res, err, conn := s.callOnce(ctx, name, args, ci, true)
+	if mark != nil && err != nil && conn == nil {
+		if res, err, ok := s.retryRemoteCall(ctx, mark, name, args, ci, err); ok {
+			return res, err
+		}
+	}
 	if conn == nil {
 		return res, err
 	}

@@ -24,6 +24,12 @@ type connection struct {
 	proc *proc.Process // nil for remote transports
 	// sockets are the remote connection's sockets (nil for stdio).
 	sockets *socketSet
+	// remote is what the HTTP layer of a remote connection saw (nil for
+	// stdio); lost is closed once the connection's end has been handled
+	// (remote_server.go).
+	remote   *remoteConn
+	lost     chan struct{}
+	lostOnce sync.Once
 
 	// ctx ends when the connection ends; calls in flight derive from it so
 	// they fail at once when the server goes away.
@@ -71,7 +77,11 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 
 	var p *proc.Process
 	sockets := &socketSet{}
-	transport, err := rt.dial(cctx, s, resolved, &p, sockets)
+	var rc *remoteConn
+	if s.isRemote() {
+		rc = newRemoteConn(s)
+	}
+	transport, err := rt.dial(cctx, s, resolved, &p, sockets, rc)
 	if err != nil {
 		return nil, nil, rt.connectFailed(s, p, err)
 	}
@@ -84,9 +94,12 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 		defer stop()
 	}
 
-	c := &connection{srv: s, gen: gen, proc: p, closing: make(chan struct{}), done: make(chan struct{})}
+	c := &connection{srv: s, gen: gen, proc: p, closing: make(chan struct{}), done: make(chan struct{}), remote: rc, lost: make(chan struct{})}
 	if p == nil {
 		c.sockets = sockets
+	}
+	if rc != nil {
+		rc.conn = c
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: rt.opts.ClientName, Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.toolsChanged(c) },
@@ -99,14 +112,14 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		sockets.closeAll()
-		return nil, nil, rt.connectFailed(s, p, causeOf(cctx, err, p))
+		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, causeOf(cctx, err, p)))
 	}
 	c.cs = cs
 	tools, err := listTools(cctx, cs)
 	if err != nil {
 		sockets.closeAll()
 		closeSession(cs)
-		return nil, nil, rt.connectFailed(s, p, causeOf(cctx, err, p))
+		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, causeOf(cctx, err, p)))
 	}
 	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
 	rt.goRun(c.watch)
@@ -235,6 +248,8 @@ func (c *connection) watch() {
 	}
 	if !planned && !c.srv.rt.faults.on(faultNoIdleWatch) {
 		c.srv.connectionLost(c, cause)
+	} else {
+		c.markLost()
 	}
 	// Reap the session and whatever is left of the process.
 	closeSession(c.cs)
@@ -280,7 +295,15 @@ func (c *connection) close(ctx context.Context, reason string) {
 		case <-ctx.Done():
 		}
 		<-c.done
+		c.markLost()
 	})
+}
+
+// markLost tells waiters (awaitNewSession) that the end of c was handled.
+func (c *connection) markLost() {
+	if c.lost != nil {
+		c.lostOnce.Do(func() { close(c.lost) })
+	}
 }
 
 // closeRemote bounds the close of a remote session: go-sdk's Close waits on
@@ -307,8 +330,9 @@ func (c *connection) closeRemote(ctx context.Context, closed <-chan struct{}) {
 	c.sockets.closeAll()
 }
 
-// dial makes the transport for one attempt; a stdio process is returned in *p.
-func (rt *Runtime) dial(ctx context.Context, s *server, r *config.Resolved, p **proc.Process, sockets *socketSet) (mcp.Transport, error) {
+// dial makes the transport for one attempt; a stdio process is returned in
+// *p. rc is the HTTP layer's state of a remote connection.
+func (rt *Runtime) dial(ctx context.Context, s *server, r *config.Resolved, p **proc.Process, sockets *socketSet, rc *remoteConn) (mcp.Transport, error) {
 	if rt.opts.Dial != nil {
 		return rt.opts.Dial(ctx, s.cfg, r)
 	}
@@ -322,9 +346,9 @@ func (rt *Runtime) dial(ctx context.Context, s *server, r *config.Resolved, p **
 		rt.events.Emit(s.name, event.ProcessStarted, event.Int("pid", pr.PID()), event.String("command", s.cfg.Command))
 		return pr.Transport(), nil
 	case config.HTTP:
-		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers, sockets), MaxRetries: -1}, nil
+		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers, sockets, rc), MaxRetries: -1}, nil
 	case config.SSE:
-		return longLived{inner: &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers, sockets)}, life: s.ctx}, nil
+		return longLived{inner: &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers, sockets, rc)}, life: s.ctx}, nil
 	}
 	return nil, fmt.Errorf("server %q: unknown transport %q", s.name, s.cfg.Type)
 }

@@ -53,6 +53,9 @@ func (s *server) runProbe(c *connection, pingless bool) bool {
 		ctx, cancel := clock.WithTimeout(c.ctx, s.rt.clock, timeout, "ping")
 		s.emit(event.ProbeStarted, event.String("method", "ping"), event.Millis("timeout_ms", timeout))
 		err := c.cs.Ping(ctx, nil)
+		if err != nil && ctx.Err() == nil {
+			err = s.retryPing(ctx, c, err)
+		}
 		if err != nil && ctx.Err() != nil {
 			// Timed out (or the connection ended): name that, not the
 			// SDK's cancellation. Checked before cancel, which would make

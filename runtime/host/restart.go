@@ -63,6 +63,7 @@ func (s *server) restartLoop(reason string, old *connection) {
 			return
 		}
 		delay, ok := s.policy.Delay(s.step)
+		delay = max(delay, s.takeRetryAfterLocked())
 		if s.rt.faults.on(faultGiveUpAfter3) && s.step >= 3 {
 			ok = false
 		}
@@ -117,6 +118,7 @@ func (s *server) restartLoop(reason string, old *connection) {
 			continue
 		}
 		next, more := s.policy.Delay(s.step)
+		next = max(next, s.remote.retryAfter)
 		s.notifyLocked()
 		s.mu.Unlock()
 		if s.ctx.Err() != nil || errors.Is(err, ErrClosed) {
@@ -130,7 +132,7 @@ func (s *server) restartLoop(reason string, old *connection) {
 		s.emit(event.RestartFailed, attrs...)
 		s.rt.log.Error("mcp server restart failed", "server", s.name, "transport", transport,
 			"attempt", attempt, "reason", reason, "error", err, "next_delay", next)
-		if errors.Is(err, ErrBlocked) {
+		if errors.Is(err, ErrBlocked) || errors.Is(err, ErrAuthRequired) {
 			s.endLoop()
 			return
 		}

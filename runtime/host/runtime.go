@@ -242,7 +242,7 @@ func (rt *Runtime) Acquire(ctx context.Context, name string) (release func(), er
 		return nil, err
 	}
 	s.mu.Unlock()
-	if err := s.wait(actx, func() bool { return s.conn != nil || s.closed || s.state == StateBlocked }); err != nil {
+	if err := s.wait(actx, func() bool { return s.conn != nil || s.closed || s.state == StateBlocked || s.state == StateNeedsAuth }); err != nil {
 		release()
 		s.mu.Lock()
 		last := s.lastErr
@@ -254,7 +254,7 @@ func (rt *Runtime) Acquire(ctx context.Context, name string) (release func(), er
 		return nil, uerr
 	}
 	s.mu.Lock()
-	blocked, lastErr := s.state == StateBlocked, s.lastErr
+	blocked, lastErr := s.state == StateBlocked || s.state == StateNeedsAuth, s.lastErr
 	s.mu.Unlock()
 	if blocked {
 		release()

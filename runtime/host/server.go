@@ -62,6 +62,7 @@ type server struct {
 	closed          bool
 	gen             int
 	warnings        []string
+	remote          remoteServer // remote_server.go
 }
 
 func newServer(rt *Runtime, cfg *config.Server) (*server, error) {
@@ -171,7 +172,7 @@ func (s *server) initialize() {
 	if err == nil {
 		return
 	}
-	if errors.Is(err, ErrBlocked) || s.ctx.Err() != nil {
+	if errors.Is(err, ErrBlocked) || errors.Is(err, ErrAuthRequired) || s.ctx.Err() != nil {
 		return
 	}
 	s.mu.Lock()
@@ -204,6 +205,8 @@ func (s *server) attempt(ctx context.Context, attempt int) error {
 		s.lastErrAt = s.rt.clock.Now()
 		if errors.Is(err, ErrBlocked) {
 			s.setStateLocked(StateBlocked)
+		} else if s.noteRemoteFailureLocked(err) {
+			// needs-auth
 		} else if !s.restarting {
 			s.setStateLocked(StateFailed)
 		} else {
@@ -324,6 +327,10 @@ func (s *server) cancelGraceLocked() {
 
 // connectionLost handles a connection that ended without being asked to.
 func (s *server) connectionLost(c *connection, cause error) {
+	if c.remote != nil && s.remoteLost(c, cause) {
+		return
+	}
+	defer c.markLost()
 	s.mu.Lock()
 	if s.conn != c || s.closed {
 		s.mu.Unlock()
@@ -386,7 +393,7 @@ func (s *server) wait(ctx context.Context, cond func() bool) error {
 
 // settled reports whether the first connect has an outcome; s.mu held.
 func (s *server) settledLocked() bool {
-	return s.conn != nil || s.connectedOnce || s.initFailed || s.state == StateBlocked || s.state == StateFailed ||
+	return s.conn != nil || s.connectedOnce || s.initFailed || s.state == StateBlocked || s.state == StateNeedsAuth || s.state == StateFailed ||
 		s.state == StateDisconnected || s.closed
 }
 
@@ -430,6 +437,8 @@ func (s *server) status() ServerStatus {
 		Policy:          s.policy.Name,
 		Warnings:        slices.Clone(s.warnings),
 		Stderr:          s.stderr,
+		SessionReinits:  s.remote.reinits,
+		StreamResumes:   s.remote.resumes,
 	}
 	if s.restarting && s.conn == nil {
 		st.State = StateRestarting

@@ -44,4 +44,10 @@ type ServerStatus struct {
 	// Warnings lists problems that do not stop the server, e.g. tool name
 	// collisions.
 	Warnings []string `json:"warnings,omitempty"`
+	// SessionReinits counts remote sessions re-initialized after the server
+	// forgot them (404).
+	SessionReinits int `json:"sessionReinits,omitempty"`
+	// StreamResumes counts dropped response streams resumed with
+	// Last-Event-ID.
+	StreamResumes int `json:"streamResumes,omitempty"`
 }

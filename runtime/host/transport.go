@@ -10,8 +10,10 @@ import (
 )
 
 // headerClient returns an HTTP client of its own (so its sockets can be
-// closed by force, see socketSet) that adds headers to every request.
-func headerClient(headers map[string]string, sockets *socketSet) *http.Client {
+// closed by force, see socketSet) that adds headers to every request and,
+// when rc is not nil, handles what a remote server's HTTP answers mean
+// (remote.go).
+func headerClient(headers map[string]string, sockets *socketSet, rc *remoteConn) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	dialer := &net.Dialer{}
 	base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -21,10 +23,14 @@ func headerClient(headers map[string]string, sockets *socketSet) *http.Client {
 		}
 		return c, err
 	}
-	if len(headers) == 0 {
-		return &http.Client{Transport: base}
+	var rt http.RoundTripper = base
+	if rc != nil {
+		rt = &remoteTransport{rc: rc, base: base}
 	}
-	return &http.Client{Transport: headerTransport{headers: headers, base: base}}
+	if len(headers) == 0 {
+		return &http.Client{Transport: rt}
+	}
+	return &http.Client{Transport: headerTransport{headers: headers, base: rt}}
 }
 
 // socketSet tracks the sockets of one remote connection so that closing a

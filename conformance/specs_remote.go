@@ -1,0 +1,174 @@
+package conformance
+
+import (
+	"os"
+	"strings"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/event"
+)
+
+// Requirements of the remote profile: what an implementation must do when a
+// streamable HTTP server fails the way remote servers fail in the field
+// (issue 14). The fixture is served by the harness (HTTPFixture) with the
+// remote knobs; verdicts rest on the fixture's journal (what the server saw)
+// and on remote.* events.
+
+// remoteServer is an inline http server pointing at a harness-served
+// fixture.
+func remoteServer(addr string) Server {
+	return Server{"type": "http", "url": "http://" + addr + "/mcp"}
+}
+
+// writeCredentials writes the credential provider's file.
+func (h *H) writeCredentials(path, token string) {
+	h.must(os.WriteFile(path, []byte(`{"fx":{"accessToken":"`+token+`"}}`), 0o600), "writing the credentials file")
+}
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-EXPIRY-001", Level: Must, Profile: driver.ProfileRemote, Area: "session-expiry",
+	Statement: "An implementation MUST, when a remote server answers a tools/call with 404 for the session, re-initialize a new session at once and send the call again on it, so the server runs the call exactly once and no restart is scheduled.",
+	Source:    Source{"issue 14", "on 404 for a known session, re-initialize once and retry the request if it was idempotent (tools/list, ping; a tools/call is retried only when the server never saw it)"},
+}, func(h *H) {
+	// initialized and tools/list are the first two session POSTs; the call
+	// is the third.
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_SESSION_EXPIRE_AFTER": "2"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr)}})
+	h.Open("main")
+	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "exactly once"})
+	j := h.AwaitJournal("fx", "session-expired", 1)
+	h.Verify(Journal, len(j.Where("session-expired", "method", "tools/call")) == 1, "the server forgot the session at the call", "%d session-expired", j.Count("session-expired"))
+	h.Verify(Response, r.Error == nil && !r.Result.IsError && strings.Contains(r.Result.Text, "exactly once"), "the call succeeded", "error=%v text=%q", r.Error, r.Result.Text)
+	j = h.Journal("fx")
+	h.Verify(Journal, j.Count("initialize") == 2, "a new session was initialized", "%d initialize", j.Count("initialize"))
+	h.Verify(Journal, j.Count("call-start") == 1, "the server ran the call exactly once", "%d call-start", j.Count("call-start"))
+	h.Await(Ev(event.RemoteRequestRetried, "fx", "method", "tools/call", "reason", "session-expired"))
+	h.Verify(Events, h.Count(Ev(event.RestartScheduled, "fx")) == 0, "no restart was scheduled", "%d restart.scheduled", h.Count(Ev(event.RestartScheduled, "fx")))
+})
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-RESUME-001", Level: Must, Profile: driver.ProfileRemote, Area: "stream-resumption", Timing: true,
+	Statement: "An implementation MUST resume a response stream that ended before the answer, after an event id, with a GET carrying Last-Event-ID once the server's retry: has passed, and deliver the answer without sending the call again.",
+	Source:    Source{"issue 14", "resume a dropped stream with GET and Last-Event-ID honouring `retry:`"},
+}, func(h *H) {
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_STREAM_DROP": "1", "MCP_FIXTURE_STREAM_RETRY_MS": "2000"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr)}})
+	h.Open("main")
+	id := h.Call("main", "mcp_fx_echo", map[string]any{"text": "resumed"})
+	h.AwaitJournal("fx", "stream-closed", 1)
+	h.Await(Ev(event.RemoteStreamDropped, "fx", "retry_ms", "2000"))
+	h.Advance(1999)
+	h.AwaitTimerDue(1, "the stream's retry:")
+	h.Verify(Journal, h.Journal("fx").Count("stream-resumed") == 0, "no resume before retry: passed", "%d stream-resumed", h.Journal("fx").Count("stream-resumed"))
+	h.Advance(1)
+	j := h.AwaitJournal("fx", "stream-resumed", 1)
+	r := h.Result(id)
+	h.Verify(Journal, j.Count("stream-resumed") == 1, "the stream was resumed with Last-Event-ID", "%d stream-resumed", j.Count("stream-resumed"))
+	h.Verify(Response, r.Error == nil && strings.Contains(r.Result.Text, "resumed"), "the call got its answer", "error=%v text=%q", r.Error, r.Result.Text)
+	h.Verify(Journal, h.Journal("fx").Count("call-start") == 1, "the call was not sent again", "%d call-start", h.Journal("fx").Count("call-start"))
+})
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-AUTH-001", Level: Must, Profile: driver.ProfileRemote, Area: "auth",
+	Statement: "An implementation MUST, when a remote server rejects the bearer token with 401, get a new token from its credential provider once and send the request again with it.",
+	Source:    Source{"issue 14", "on 401/403 refresh the credential once through the configured provider"},
+}, func(h *H) {
+	creds := h.Path("credentials.json")
+	h.writeCredentials(creds, "one")
+	// The handshake's three POSTs use up token one.
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_AUTH_TOKENS": "one,two", "MCP_FIXTURE_AUTH_EXPIRE_AFTER": "3"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr).With("auth", map[string]string{"type": "oauth", "credentialId": "fx"})}, CredentialsFile: creds})
+	h.Open("main")
+	h.AwaitJournal("fx", "tools-list", 1)
+	h.writeCredentials(creds, "two")
+	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "authorized"})
+	j := h.AwaitJournal("fx", "call-start", 1)
+	h.Verify(Journal, len(j.Where("auth-rejected", "reason", "expired")) == 1, "the server rejected the expired token once", "%d auth-rejected", j.Count("auth-rejected"))
+	h.Verify(Response, r.Error == nil && strings.Contains(r.Result.Text, "authorized"), "the call succeeded with the refreshed token", "error=%v text=%q", r.Error, r.Result.Text)
+	h.Verify(Journal, j.Count("call-start") == 1, "the server ran the call once", "%d call-start", j.Count("call-start"))
+})
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-AUTH-002", Level: Must, Profile: driver.ProfileRemote, Area: "auth",
+	Statement: "An implementation MUST, when the credential is rejected and the provider has no newer one, report the server as needing authorization (status needs-auth) and not restart it.",
+	Source:    Source{"issue 14", "then report the server as needing authorization (a status, not a restart loop)"},
+}, func(h *H) {
+	creds := h.Path("credentials.json")
+	h.writeCredentials(creds, "one")
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_AUTH_TOKENS": "one", "MCP_FIXTURE_AUTH_EXPIRE_AFTER": "3", "MCP_FIXTURE_AUTH_STATUS": "403"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr).With("auth", map[string]string{"type": "oauth", "credentialId": "fx"})}, CredentialsFile: creds})
+	h.Open("main")
+	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "x"})
+	h.Verify(Response, r.Error != nil || r.Result.IsError, "the call failed", "error=%v", r.Error)
+	authReq := h.Await(Ev(event.RemoteAuthRequired, "fx"))
+	h.Advance(10 * 60 * 1000)
+	// Bound of the negative checks: the status answer after ten virtual
+	// minutes.
+	st := h.Status("fx")
+	later := h.EventsAfter(authReq.Seq, "fx", event.RestartScheduled, event.RestartAttempt, event.ServerConnecting)
+	h.Verify(Events, len(later) == 0, "nothing reconnects or restarts it", "events after remote.auth_required: %v", later)
+	h.Verify(Response, st.State == "needs-auth", "status says needs-auth", "state=%s", st.State)
+	j := h.Journal("fx")
+	h.Verify(Journal, j.Count("initialize") == 1, "no reconnect in 10 minutes", "%d initialize", j.Count("initialize"))
+})
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-RETRYAFTER-001", Level: Must, Profile: driver.ProfileRemote, Area: "retry-after", Timing: true,
+	Statement: "An implementation MUST, when a remote server answers a call 429 with Retry-After, wait that long, capped by the server's longest restart delay, before sending the call again, once.",
+	Source:    Source{"issue 14", "honour Retry-After within the restart policy's bounds"},
+}, func(h *H) {
+	// The handshake sends three POSTs; the call is the fourth.
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_THROTTLE_AT": "4", "MCP_FIXTURE_RETRY_AFTER": "600"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr).With("restartDelays", []int64{1000, 7000})}})
+	h.Open("main")
+	id := h.Call("main", "mcp_fx_echo", map[string]any{"text": "later"})
+	h.AwaitJournal("fx", "throttled", 1)
+	h.Await(Ev(event.RemoteThrottled, "fx", "delay_ms", "7000"))
+	h.Advance(6999)
+	h.AwaitTimerDue(1, "the capped Retry-After")
+	h.Verify(Journal, h.Journal("fx").Count("call-start") == 0, "the call is not sent again before the capped Retry-After", "%d call-start", h.Journal("fx").Count("call-start"))
+	h.Advance(1)
+	j := h.AwaitJournal("fx", "call-start", 1)
+	r := h.Result(id)
+	h.Verify(Response, r.Error == nil && strings.Contains(r.Result.Text, "later"), "the call succeeded", "error=%v text=%q", r.Error, r.Result.Text)
+	h.Verify(Journal, j.Count("throttled") == 1 && j.Count("call-start") == 1, "one refusal, one run", "%d throttled, %d call-start", j.Count("throttled"), j.Count("call-start"))
+})
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-RETRYAFTER-002", Level: Must, Profile: driver.ProfileRemote, Area: "retry-after", Timing: true,
+	Statement: "An implementation MUST schedule the next connect attempt no sooner than the Retry-After of a handshake the server refused with 503, even when the restart policy's delay is shorter.",
+	Source:    Source{"issue 14", "honour Retry-After within the restart policy's bounds"},
+}, func(h *H) {
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_THROTTLE_AT": "1", "MCP_FIXTURE_THROTTLE_COUNT": "2", "MCP_FIXTURE_THROTTLE_STATUS": "503", "MCP_FIXTURE_RETRY_AFTER": "5"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr)}, Options: &driver.StartOptions{StartupGateMs: Ms(0), LateRegistration: Bool(true)}})
+	h.Open("main")
+	h.AwaitJournal("fx", "throttled", 1)
+	h.Await(Ev(event.RemoteThrottled, "fx", "delay_ms", "5000"))
+	h.Advance(5000)
+	h.AwaitJournal("fx", "throttled", 2)
+	h.Await(Ev(event.RestartScheduled, "fx", "delay_ms", "5000"))
+	h.Advance(4999)
+	h.AwaitTimerDue(1, "the restart after the Retry-After")
+	h.Verify(Journal, h.Journal("fx").Count("initialize") == 0, "no handshake before the Retry-After passed", "%d initialize", h.Journal("fx").Count("initialize"))
+	h.Advance(1)
+	j := h.AwaitJournal("fx", "initialized", 1)
+	h.Verify(Journal, j.Count("throttled") == 2 && j.Count("initialize") == 1, "two refusals, then one handshake", "%d throttled, %d initialize", j.Count("throttled"), j.Count("initialize"))
+})
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-REFUSED-001", Level: Must, Profile: driver.ProfileRemote, Area: "refused", Timing: true,
+	Statement: "An implementation MUST retry a remote server whose connections are refused on its restart policy's schedule and connect once it accepts them.",
+	Source:    Source{"issue 14", "connection refused follows the restart policy"},
+}, func(h *H) {
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_REFUSE_CONNECTIONS": "2"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr).With("restartDelays", []int64{1000, 2000})}, Options: &driver.StartOptions{StartupGateMs: Ms(0), LateRegistration: Bool(true)}})
+	h.Open("main")
+	h.AwaitJournal("fx", "connection-refused", 1)
+	h.Await(Ev(event.RestartScheduled, "fx", "delay_ms", "1000"))
+	h.Advance(1000)
+	h.AwaitJournal("fx", "connection-refused", 2)
+	h.Await(Ev(event.RestartScheduled, "fx", "delay_ms", "2000"))
+	h.Advance(2000)
+	j := h.AwaitJournal("fx", "initialized", 1)
+	h.Verify(Journal, j.Count("connection-refused") == 2 && j.Count("initialize") == 1, "two refused connects, then one handshake", "%d refused, %d initialize", j.Count("connection-refused"), j.Count("initialize"))
+})

@@ -1,0 +1,38 @@
+package event
+
+// The vocabulary of remote (http and sse) servers: what the runtime does when
+// a server forgets the session, drops a response stream, rejects the
+// credential, throttles or cannot be reached. docs/LIFECYCLE.md ("Remote
+// servers") states the rule behind each.
+const (
+	RemoteSessionExpired       Kind = "remote.session_expired"
+	RemoteSessionReinitialized Kind = "remote.session_reinitialized"
+	RemoteSessionReinitFailed  Kind = "remote.session_reinit_failed"
+	RemoteRequestRetried       Kind = "remote.request_retried"
+	RemoteStreamDropped        Kind = "remote.stream_dropped"
+	RemoteStreamResumed        Kind = "remote.stream_resumed"
+	RemoteStreamResumeFailed   Kind = "remote.stream_resume_failed"
+	RemoteAuthRejected         Kind = "remote.auth_rejected"
+	RemoteAuthRefreshed        Kind = "remote.auth_refreshed"
+	RemoteAuthRequired         Kind = "remote.auth_required"
+	RemoteThrottled            Kind = "remote.throttled"
+	RemoteUnreachable          Kind = "remote.unreachable"
+)
+
+// remoteKinds documents the remote vocabulary, in documentation order.
+func remoteKinds() []KindInfo {
+	return []KindInfo{
+		{RemoteSessionExpired, "the server answered 404 for the connection's MCP session; the connection ends and one re-initialization starts at once", "method"},
+		{RemoteSessionReinitialized, "a new session (initialize + tools/list) replaced the expired one", "tools"},
+		{RemoteSessionReinitFailed, "the re-initialization failed, or the new session expired again within the stability window; the restart policy takes over (reason session-expired)", "error"},
+		{RemoteRequestRetried, "a request was sent again: on the new session after an expiry (session-expired), after Retry-After (retry-after) or with a refreshed credential (auth-refreshed)", "method, reason"},
+		{RemoteStreamDropped, "the SSE response stream of a request in flight ended before its answer, after an event id; the resume GET waits retry_ms on the clock", "method, last_event_id, retry_ms"},
+		{RemoteStreamResumed, "a GET with Last-Event-ID resumed the dropped stream", "last_event_id"},
+		{RemoteStreamResumeFailed, "the resume GET failed; the request fails and the connection ends", "last_event_id, error"},
+		{RemoteAuthRejected, "the server answered 401 or 403", "status, method"},
+		{RemoteAuthRefreshed, "the credential provider returned a new token after a rejection; the request is sent again with it", "credential"},
+		{RemoteAuthRequired, "the credential was rejected and could not be refreshed (or was rejected again); the server is in state needs-auth and is not restarted", "status, error"},
+		{RemoteThrottled, "the server answered 429 or 503 with Retry-After; the request is sent again once after delay_ms (Retry-After capped by the restart policy's longest delay)", "status, method, retry_after_ms, delay_ms"},
+		{RemoteUnreachable, "a request could not reach the server (connection refused or reset); connect failures follow the restart policy", "method, reason, error"},
+	}
+}

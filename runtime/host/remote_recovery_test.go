@@ -1,0 +1,236 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/config"
+	"github.com/mcplife/mcplife/runtime/event"
+)
+
+// remoteEnv starts an http fixture with knobs and a runtime whose server fx
+// points at it; extra is added to fx's config object.
+func remoteEnv(t *testing.T, knobs map[string]string, extra string, opts Options) (*fixtureEnv, *remoteFixture, *Session) {
+	t.Helper()
+	dir := t.TempDir()
+	remote := startRemote(t, dir, "http", knobs)
+	if extra != "" {
+		extra = "," + extra
+	}
+	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
+		return map[string]json.RawMessage{"fx": json.RawMessage(fmt.Sprintf(`{"type":"http","url":%q%s}`, remote.url(), extra))}
+	}, opts)
+	e.dir = dir
+	sess, err := e.rt.OpenSession(t.Context(), SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, remote, sess
+}
+
+func (e *fixtureEnv) status(name string) ServerStatus {
+	for _, st := range e.rt.Status() {
+		if st.Name == name {
+			return st
+		}
+	}
+	e.t.Fatalf("no status for %s", name)
+	return ServerStatus{}
+}
+
+// TestRemoteSessionExpiryRetriesCall: a tools/call answered 404 for an
+// expired session was never seen by the server; the runtime re-initializes
+// at once and sends the call again on the new session.
+func TestRemoteSessionExpiryRetriesCall(t *testing.T) {
+	// initialized (1), tools/list (2); the call is the third session POST.
+	e, _, sess := remoteEnv(t, map[string]string{"MCP_FIXTURE_SESSION_EXPIRE_AFTER": "2"}, "", Options{})
+	res, err := sess.CallTool(t.Context(), "mcp_fx_echo", map[string]any{"text": "again"})
+	if err != nil || !strings.Contains(res.Text, "again") {
+		t.Fatalf("call = %+v, %v", res, err)
+	}
+	e.await(m(event.RemoteSessionExpired, "fx", "method", "tools/call"))
+	e.await(m(event.RemoteSessionReinitialized, "fx"))
+	e.await(m(event.RemoteRequestRetried, "fx", "method", "tools/call", "reason", "session-expired"))
+	if n := e.count("fx", "call-start"); n != 1 {
+		t.Fatalf("the server saw %d calls, want 1", n)
+	}
+	if n := e.count("fx", "initialize"); n != 2 {
+		t.Fatalf("initialize %d times, want 2", n)
+	}
+	if st := e.status("fx"); st.SessionReinits != 1 || st.State != StateConnected {
+		t.Fatalf("status %+v", st)
+	}
+	for _, ev := range e.rt.Events().Events() {
+		if ev.Kind == event.RestartScheduled {
+			t.Fatalf("a session expiry went through the restart policy: %v", ev)
+		}
+	}
+}
+
+// TestRemoteStreamResumed: a response stream closed after an event id is
+// resumed with Last-Event-ID after the server's retry:, on the clock.
+func TestRemoteStreamResumed(t *testing.T) {
+	e, _, sess := remoteEnv(t, map[string]string{"MCP_FIXTURE_STREAM_DROP": "1", "MCP_FIXTURE_STREAM_RETRY_MS": "2000"}, "", Options{})
+	out := e.callAsync(sess, "mcp_fx_echo", map[string]any{"text": "resumed"})
+	e.await(m(event.RemoteStreamDropped, "fx", "method", "tools/call", "retry_ms", "2000"))
+	e.clock.Advance(2 * time.Second)
+	e.await(m(event.RemoteStreamResumed, "fx"))
+	o := <-out
+	if o.err != nil || !strings.Contains(o.res.Text, "resumed") {
+		t.Fatalf("call = %+v, %v", o.res, o.err)
+	}
+	e.awaitJournal("fx", "stream-resumed", 1)
+	if n := e.count("fx", "call-start"); n != 1 {
+		t.Fatalf("the server saw %d calls, want 1", n)
+	}
+	if st := e.status("fx"); st.StreamResumes != 1 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func writeCreds(t *testing.T, path, token string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(`{"fx":{"accessToken":"`+token+`"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRemoteAuthRefresh: a 401 refreshes the credential once through the
+// provider and the call goes through with the new token.
+func TestRemoteAuthRefresh(t *testing.T) {
+	creds := filepath.Join(t.TempDir(), "creds.json")
+	writeCreds(t, creds, "one")
+	// initialize, initialized, tools/list use up token one.
+	e, _, sess := remoteEnv(t, map[string]string{"MCP_FIXTURE_AUTH_TOKENS": "one,two", "MCP_FIXTURE_AUTH_EXPIRE_AFTER": "3"},
+		`"auth":{"type":"oauth","credentialId":"fx"}`, Options{Credentials: config.FileCredentials{Path: creds}})
+	writeCreds(t, creds, "two")
+	res, err := sess.CallTool(t.Context(), "mcp_fx_echo", map[string]any{"text": "authorized"})
+	if err != nil || !strings.Contains(res.Text, "authorized") {
+		t.Fatalf("call = %+v, %v", res, err)
+	}
+	e.await(m(event.RemoteAuthRejected, "fx", "status", "401", "method", "tools/call"))
+	e.await(m(event.RemoteAuthRefreshed, "fx", "credential", "fx"))
+	e.await(m(event.RemoteRequestRetried, "fx", "method", "tools/call", "reason", "auth-refreshed"))
+	if n := e.count("fx", "call-start"); n != 1 {
+		t.Fatalf("the server saw %d calls", n)
+	}
+}
+
+// TestRemoteAuthRequired: a rejected credential the provider cannot refresh
+// puts the server in state needs-auth, without a restart loop.
+func TestRemoteAuthRequired(t *testing.T) {
+	creds := filepath.Join(t.TempDir(), "creds.json")
+	writeCreds(t, creds, "one")
+	e, _, sess := remoteEnv(t, map[string]string{"MCP_FIXTURE_AUTH_TOKENS": "one", "MCP_FIXTURE_AUTH_EXPIRE_AFTER": "3", "MCP_FIXTURE_AUTH_STATUS": "403"},
+		`"auth":{"type":"oauth","credentialId":"fx"}`, Options{Credentials: config.FileCredentials{Path: creds}})
+	_, err := sess.CallTool(t.Context(), "mcp_fx_echo", map[string]any{"text": "x"})
+	if !errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), CodeAuthRequired) {
+		t.Fatalf("call = %v, want %s", err, CodeAuthRequired)
+	}
+	e.await(m(event.RemoteAuthRequired, "fx", "status", "403"))
+	e.await(m(event.TransportClosed, "fx"))
+	if st := e.status("fx"); st.State != StateNeedsAuth {
+		t.Fatalf("state %s, want %s", st.State, StateNeedsAuth)
+	}
+	_, err = sess.CallTool(t.Context(), "mcp_fx_echo", map[string]any{"text": "y"})
+	if !errors.Is(err, ErrAuthRequired) {
+		t.Fatalf("second call = %v", err)
+	}
+	for _, ev := range e.rt.Events().Events() {
+		if ev.Kind == event.RestartScheduled {
+			t.Fatalf("needs-auth started a restart loop: %v", ev)
+		}
+	}
+}
+
+// TestRemoteAuthRequiredAtConnect: without a credential, a 401 at the
+// handshake is final: needs-auth at once, no restart.
+func TestRemoteAuthRequiredAtConnect(t *testing.T) {
+	e, _, sess := remoteEnv(t, map[string]string{"MCP_FIXTURE_AUTH_TOKENS": "one"}, "", Options{})
+	if rep := sess.StartReport(); len(rep.Failed) != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	e.await(m(event.RemoteAuthRequired, "fx", "status", "401"))
+	if st := e.status("fx"); st.State != StateNeedsAuth {
+		t.Fatalf("state %s", st.State)
+	}
+	if st := e.status("fx"); !strings.Contains(st.Error, CodeAuthRequired) {
+		t.Fatalf("status error %q", st.Error)
+	}
+	for _, ev := range e.rt.Events().Events() {
+		if ev.Kind == event.RestartScheduled {
+			t.Fatalf("needs-auth started a restart loop: %v", ev)
+		}
+	}
+}
+
+// TestRemoteRetryAfterCall: a call answered 429 with Retry-After is sent
+// again once after it, on the clock; a huge Retry-After is capped by the
+// policy's longest delay.
+func TestRemoteRetryAfterCall(t *testing.T) {
+	// initialize (1), initialized (2), tools/list (3), the call (4).
+	e, _, sess := remoteEnv(t, map[string]string{"MCP_FIXTURE_THROTTLE_AT": "4", "MCP_FIXTURE_RETRY_AFTER": "600"}, `"restartDelays":[1000,7000]`, Options{})
+	out := e.callAsync(sess, "mcp_fx_echo", map[string]any{"text": "later"})
+	e.await(m(event.RemoteThrottled, "fx", "status", "429", "method", "tools/call", "retry_after_ms", "600000", "delay_ms", "7000"))
+	e.clock.Advance(7 * time.Second)
+	o := <-out
+	if o.err != nil || !strings.Contains(o.res.Text, "later") {
+		t.Fatalf("call = %+v, %v", o.res, o.err)
+	}
+	e.await(m(event.RemoteRequestRetried, "fx", "method", "tools/call", "reason", "retry-after"))
+	if n := e.count("fx", "call-start"); n != 1 {
+		t.Fatalf("the server saw %d calls", n)
+	}
+}
+
+// TestRemoteRetryAfterConnect: a handshake refused twice with Retry-After
+// fails the attempt, and the next attempt waits at least the Retry-After.
+func TestRemoteRetryAfterConnect(t *testing.T) {
+	e, _, _ := remoteEnv(t, map[string]string{"MCP_FIXTURE_THROTTLE_AT": "1", "MCP_FIXTURE_THROTTLE_COUNT": "2", "MCP_FIXTURE_THROTTLE_STATUS": "503", "MCP_FIXTURE_RETRY_AFTER": "5"}, "", Options{StartupGate: -1, LateRegistration: true})
+	e.await(m(event.RemoteThrottled, "fx", "status", "503", "method", "initialize", "delay_ms", "5000"))
+	e.clock.Advance(5 * time.Second)
+	// The relentless policy's first delay is 0; Retry-After makes it 5 s.
+	e.await(m(event.RestartScheduled, "fx", "reason", "init-failure", "attempt", "1", "delay_ms", "5000"))
+	e.clock.Advance(5 * time.Second)
+	e.await(m(event.ServerConnected, "fx", "attempt", "1"))
+}
+
+// TestRemoteRefusedFollowsPolicy: a connection reset at once is a connect
+// failure like any other: the restart policy schedules the next attempt.
+func TestRemoteRefusedFollowsPolicy(t *testing.T) {
+	e, _, _ := remoteEnv(t, map[string]string{"MCP_FIXTURE_REFUSE_CONNECTIONS": "1"}, `"restartDelays":[1000]`, Options{StartupGate: -1, LateRegistration: true})
+	e.await(m(event.RemoteUnreachable, "fx", "method", "initialize", "reason", "reset"))
+	e.await(m(event.RestartScheduled, "fx", "reason", "init-failure", "attempt", "1", "delay_ms", "1000"))
+	e.clock.Advance(time.Second)
+	e.await(m(event.ServerConnected, "fx", "attempt", "1"))
+}
+
+// TestLifecycleDocNamesRemoteEvents: docs/LIFECYCLE.md's "Remote servers"
+// section states a rule for every remote.* event.
+func TestLifecycleDocNamesRemoteEvents(t *testing.T) {
+	data, err := os.ReadFile("../../docs/LIFECYCLE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n## Remote servers\n")
+	if !ok {
+		t.Fatal(`docs/LIFECYCLE.md has no "## Remote servers" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, k := range event.Kinds() {
+		if strings.HasPrefix(string(k.Kind), "remote.") && !strings.Contains(section, "`"+string(k.Kind)+"`") {
+			t.Errorf("docs/LIFECYCLE.md, Remote servers: no rule names %s", k.Kind)
+		}
+	}
+	for _, s := range []string{string(StateNeedsAuth), CodeAuthRequired} {
+		if !strings.Contains(section, s) {
+			t.Errorf("docs/LIFECYCLE.md, Remote servers: %s is not mentioned", s)
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/config"
+	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// remoteServer is the part of a server's state that only remote servers
+// use; guarded by server.mu.
+type remoteServer struct {
+	reinits    int           // sessions re-initialized after an expiry
+	resumes    int           // dropped streams resumed
+	lastReinit time.Time     // when the last re-initialization started
+	retryAfter time.Duration // Retry-After the next restart delay honours
+}
+
+// ErrAuthRequired: the server rejected the credential and it could not be
+// refreshed; the server waits for the user (a Reload) and is not restarted.
+var ErrAuthRequired = errors.New("server needs authorization")
+
+// CodeAuthRequired is the error code of calls to a server that needs
+// authorization.
+const CodeAuthRequired = "mcp_auth_required"
+
+// StateNeedsAuth is the state of a server whose credential was rejected and
+// could not be refreshed.
+const StateNeedsAuth State = "needs-auth"
+
+// retryAfterError is a connect failure after the server asked to be left
+// alone for after (Retry-After, capped).
+type retryAfterError struct {
+	after time.Duration
+	err   error
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+func (s *server) isRemote() bool { return s.cfg.EffectiveType() != config.Stdio }
+
+// remoteConnectErr names what the HTTP layer saw behind a failed connect.
+func (s *server) remoteConnectErr(rc *remoteConn, err error) error {
+	if rc == nil {
+		return err
+	}
+	if authErr := rc.authRequired(); authErr != nil {
+		return &ServerError{Code: CodeAuthRequired, Server: s.name, Kind: ErrAuthRequired, Cause: fmt.Errorf("%w (%v)", authErr, err)}
+	}
+	if ra := rc.lastRetryAfter(); ra > 0 {
+		return &retryAfterError{after: ra, err: err}
+	}
+	return err
+}
+
+// noteRemoteFailureLocked records what a failed attempt means for a remote
+// server; it reports whether it set the state.
+func (s *server) noteRemoteFailureLocked(err error) bool {
+	var ra *retryAfterError
+	if errors.As(err, &ra) {
+		s.remote.retryAfter = ra.after
+	}
+	if errors.Is(err, ErrAuthRequired) {
+		s.setStateLocked(StateNeedsAuth)
+		return true
+	}
+	return false
+}
+
+// takeRetryAfterLocked returns the Retry-After the next restart delay must
+// honour, once.
+func (s *server) takeRetryAfterLocked() time.Duration {
+	ra := s.remote.retryAfter
+	s.remote.retryAfter = 0
+	return ra
+}
+
+// remoteLost handles the end of a remote connection whose HTTP layer saw a
+// rejected credential or an expired session; it reports whether it did.
+func (s *server) remoteLost(c *connection, cause error) bool {
+	rc := c.remote
+	if authErr := rc.authRequired(); authErr != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		defer c.markLost()
+		if s.conn != c || s.closed {
+			return true
+		}
+		s.conn = nil
+		s.lastErr = &ServerError{Code: CodeAuthRequired, Server: s.name, Kind: ErrAuthRequired, Cause: authErr}
+		s.lastErrAt = s.rt.clock.Now()
+		s.emit(event.TransportClosed, event.String("transport", string(s.cfg.EffectiveType())), event.Err(cause))
+		s.startGraceLocked()
+		s.setStateLocked(StateNeedsAuth)
+		return true
+	}
+	if (!rc.sessionExpired() && !errors.Is(cause, mcp.ErrSessionMissing)) || s.rt.faults.on(faultNoSessionReinit) {
+		return false
+	}
+	s.mu.Lock()
+	if s.conn != c || s.closed {
+		s.mu.Unlock()
+		c.markLost()
+		return true
+	}
+	s.conn = nil
+	s.lastErr = fmt.Errorf("%w: %w", ErrConnectionLost, cause)
+	s.lastErrAt = s.rt.clock.Now()
+	s.emit(event.TransportClosed, event.String("transport", string(s.cfg.EffectiveType())), event.Err(cause))
+	s.startGraceLocked()
+	again := !s.remote.lastReinit.IsZero() && s.rt.clock.Since(s.remote.lastReinit) < s.rt.opts.StabilityWindow
+	if again || s.restarting {
+		s.setStateLocked(StateFailed)
+		s.mu.Unlock()
+		s.emit(event.RemoteSessionReinitFailed, event.String("error", "the session expired again within the stability window"))
+		c.markLost()
+		s.triggerRestart("session-expired", nil)
+		return true
+	}
+	s.remote.lastReinit = s.rt.clock.Now()
+	s.restarting = true
+	s.setStateLocked(StateRestarting)
+	s.mu.Unlock()
+	s.rt.goRun(func() { s.reinitialize(c) })
+	return true
+}
+
+// reinitialize replaces the expired session of c with a new one, at once and
+// outside the restart policy; when that fails the policy takes over.
+func (s *server) reinitialize(c *connection) {
+	defer c.markLost()
+	err := s.attempt(s.ctx, 0)
+	s.mu.Lock()
+	s.attempts++
+	s.restarting = false
+	tools := len(s.published)
+	if err == nil {
+		s.remote.reinits++
+	} else if !errors.Is(err, ErrAuthRequired) && !errors.Is(err, ErrBlocked) {
+		s.state = StateFailed
+	}
+	s.notifyLocked()
+	s.mu.Unlock()
+	switch {
+	case err == nil:
+		s.emit(event.RemoteSessionReinitialized, event.Int("tools", tools))
+		return
+	case s.ctx.Err() != nil, errors.Is(err, ErrClosed), errors.Is(err, ErrAuthRequired), errors.Is(err, ErrBlocked):
+		return
+	}
+	s.emit(event.RemoteSessionReinitFailed, event.Err(err))
+	s.triggerRestart("session-expired", nil)
+}
+
+// awaitNewSession waits until the loss of c has been handled and returns the
+// connection that replaced it, or nil.
+func (s *server) awaitNewSession(ctx context.Context, c *connection) *connection {
+	select {
+	case <-c.lost:
+	case <-ctx.Done():
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != nil && s.conn != c {
+		return s.conn
+	}
+	return nil
+}
+
+// retryRemoteCall decides what a failed tools/call on a remote server gets:
+// a call answered 404 for an expired session (the server never saw it) is
+// sent once more on the new session; a call refused twice with 429/503 is
+// reported as unavailable. ok is false when neither applies.
+func (s *server) retryRemoteCall(ctx context.Context, m *requestMark, name string, args any, ci *callInfo, err error) (_ *mcp.CallToolResult, _ error, ok bool) {
+	m.mu.Lock()
+	rc, unseen, throttled := m.rc, m.unseen404, m.throttled
+	m.mu.Unlock()
+	switch {
+	case rc == nil:
+		return nil, nil, false
+	case rc.authRequired() != nil:
+		return nil, &ServerError{Code: CodeAuthRequired, Server: s.name, Kind: ErrAuthRequired, Cause: rc.authRequired()}, true
+	case throttled != 0:
+		return nil, &ServerError{Code: CodeUnavailable, Server: s.name, Kind: ErrUnavailable, Cause: err,
+			Detail: fmt.Sprintf("the server answered HTTP %d again after its Retry-After", throttled)}, true
+	case !unseen || rc.conn == nil:
+		return nil, nil, false
+	}
+	if nc := s.awaitNewSession(ctx, rc.conn); nc == nil {
+		return nil, nil, false
+	}
+	s.emit(event.RemoteRequestRetried, event.String("method", "tools/call"), event.String("reason", "session-expired"))
+	res, err, _ := s.callOnce(ctx, name, args, ci, false)
+	return res, err, true
+}
+
+// retryPing sends a probe's ping again on the session that replaced an
+// expired one; ping is idempotent. It returns the original error when c's
+// session did not expire or no new session came.
+func (s *server) retryPing(ctx context.Context, c *connection, err error) error {
+	if c.remote == nil || !c.remote.sessionExpired() {
+		return err
+	}
+	nc := s.awaitNewSession(ctx, c)
+	if nc == nil {
+		return err
+	}
+	s.emit(event.RemoteRequestRetried, event.String("method", "ping"), event.String("reason", "session-expired"))
+	return nc.cs.Ping(ctx, nil)
+}

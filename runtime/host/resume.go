@@ -1,0 +1,182 @@
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/event"
+)
+
+// maxTrackedLine bounds how much of one SSE line resumingBody keeps to find
+// the answer of its request; longer data lines are judged by their start.
+const maxTrackedLine = 64 << 10
+
+// resumingBody is the body of a POST whose answer comes as an SSE stream.
+// It passes the stream through to go-sdk unchanged while it tracks the last
+// event id, the server's `retry:` and whether the answer to the request has
+// arrived. When the stream ends before the answer and after an event id, it
+// waits `retry:` (default 1 s) on the runtime's clock, resumes with a GET
+// carrying Last-Event-ID and splices the new stream in, so go-sdk sees one
+// stream. A resumed stream that ends again without a new event id is not
+// resumed a second time.
+type resumingBody struct {
+	t    *remoteTransport
+	req  *http.Request // the POST
+	info rpcInfo
+	body io.ReadCloser
+
+	line      []byte // the current line, up to maxTrackedLine
+	lineLong  bool   // the current line was longer
+	lastID    string
+	retry     time.Duration
+	answered  bool
+	resumedAt string // the last event id of the last resume
+}
+
+func (b *resumingBody) Read(p []byte) (int, error) {
+	for {
+		n, err := b.body.Read(p)
+		if n > 0 {
+			b.observe(p[:n])
+			return n, nil
+		}
+		if err == nil {
+			continue
+		}
+		if b.answered || b.lastID == "" || b.req.Context().Err() != nil || b.lastID == b.resumedAt {
+			return 0, err
+		}
+		if rerr := b.resume(err); rerr != nil {
+			return 0, err
+		}
+	}
+}
+
+func (b *resumingBody) Close() error { return b.body.Close() }
+
+// observe scans stream bytes for event ids, `retry:` and the answer.
+func (b *resumingBody) observe(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		if room := maxTrackedLine - len(b.line); room > 0 {
+			b.line = append(b.line, chunk[:min(len(chunk), room)]...)
+		}
+		if len(chunk) > maxTrackedLine-len(b.line) {
+			b.lineLong = true
+		}
+		if i < 0 {
+			return
+		}
+		b.endLine()
+		p = p[i+1:]
+	}
+}
+
+func (b *resumingBody) endLine() {
+	line := bytes.TrimSuffix(b.line, []byte{'\r'})
+	long := b.lineLong
+	b.line, b.lineLong = b.line[:0], false
+	field, value, _ := bytes.Cut(line, []byte{':'})
+	value = bytes.TrimPrefix(value, []byte{' '})
+	switch string(field) {
+	case "id":
+		b.lastID = string(value)
+	case "retry":
+		if ms, err := strconv.ParseInt(string(value), 10, 64); err == nil && ms >= 0 {
+			b.retry = time.Duration(ms) * time.Millisecond
+		}
+	case "data":
+		if b.isAnswer(value, long) {
+			b.answered = true
+		}
+	}
+}
+
+// isAnswer reports whether data is the JSON-RPC response to the request.
+func (b *resumingBody) isAnswer(data []byte, cut bool) bool {
+	if !cut {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(data, &m) != nil || m.Method != "" {
+			return false
+		}
+		var c bytes.Buffer
+		return json.Compact(&c, m.ID) == nil && c.String() == b.info.id
+	}
+	// A response too long to keep: go-sdk writes the id first and a
+	// response has no method.
+	return bytes.Contains(data, []byte(`"id":`+b.info.id+`,`)) && !bytes.Contains(data[:min(len(data), 4096)], []byte(`"method":`))
+}
+
+// resume waits `retry:` on the clock and resumes the stream with GET and
+// Last-Event-ID; cause is how the stream ended.
+func (b *resumingBody) resume(cause error) error {
+	s := b.t.rc.srv
+	ctx := b.req.Context()
+	b.body.Close()
+	b.resumedAt = b.lastID
+	delay := b.retry
+	if delay <= 0 {
+		delay = defaultStreamRetry
+	}
+	err := sleepOn(ctx, s.rt.clock, delay, func() {
+		s.emit(event.RemoteStreamDropped, event.String("method", b.info.method), event.String("last_event_id", b.lastID),
+			event.Millis("retry_ms", delay))
+	})
+	if err == nil {
+		err = b.get()
+	}
+	if err != nil {
+		s.emit(event.RemoteStreamResumeFailed, event.String("last_event_id", b.lastID), event.Err(err))
+		return err
+	}
+	s.mu.Lock()
+	s.remote.resumes++
+	s.mu.Unlock()
+	s.emit(event.RemoteStreamResumed, event.String("last_event_id", b.lastID))
+	return nil
+}
+
+// get sends the resume GET and installs its body.
+func (b *resumingBody) get() error {
+	req, err := http.NewRequestWithContext(b.req.Context(), http.MethodGet, b.req.URL.String(), nil)
+	if err != nil {
+		return err
+	}
+	for _, k := range []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Authorization"} {
+		if v := b.req.Header.Get(k); v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	b.t.rc.mu.Lock()
+	if b.t.rc.token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.t.rc.token)
+	}
+	b.t.rc.mu.Unlock()
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", b.lastID)
+	resp, err := b.t.base.RoundTrip(req)
+	if err != nil {
+		return fmt.Errorf("resume GET: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK || !isEventStream(resp) {
+		discard(resp)
+		if resp.StatusCode == http.StatusNotFound {
+			b.t.expired(req, rpcInfo{method: http.MethodGet})
+		}
+		return fmt.Errorf("resume GET: HTTP %s", resp.Status)
+	}
+	b.body = resp.Body
+	return nil
+}
