@@ -8,6 +8,7 @@
 //	harness list
 //	harness conformance [-impl 'CMD'] [flags]
 //	harness driver
+//	harness mcp-client [-scenario NAME] [-json] URL
 //	harness fixture
 //	harness version
 //
@@ -52,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runConformance(rest, stdout, stderr)
 	case "driver":
 		return runDriver(rest)
+	case "mcp-client":
+		return runMCPClient(rest, stdout, stderr)
 	case "fixture":
 		return fixture.Main()
 	case "version":
@@ -74,6 +77,7 @@ commands:
   list         list the scenarios: number, name, description
   conformance  run the conformance suite against an implementation
   driver       serve the reference runtime over the driver protocol on stdin/stdout
+  mcp-client   act as an MCP client for the official conformance suite (URL last)
   fixture      run the fixture MCP server (same MCP_FIXTURE_* knobs)
   version      print the harness version
 `)

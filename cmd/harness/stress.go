@@ -178,4 +178,3 @@ func pick(cond bool, yes, no string) string {
 	}
 	return no
 }
-
