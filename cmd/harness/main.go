@@ -16,6 +16,7 @@
 //	harness driver-check -impl 'CMD' [-json] [-timeout D]
 //	harness mutation-report [-survivors] [-json] DIR
 //	harness matrix [-dir conformance/drivers] [-out docs/MATRIX.md]
+//	harness mcp-client [-scenario NAME] [-json] URL
 //	harness fixture
 //	harness proxy [flags] -- CMD ARGS... | -upstream URL
 //	harness record -config FILE -o TRACE [-call SERVER:TOOL[:JSON]]... [-fault SERVER:RULE]...
@@ -83,6 +84,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runMerge(rest, stdout, stderr)
 	case "matrix":
 		return runMatrix(rest, stdout, stderr)
+	case "mcp-client":
+		return runMCPClient(rest, stdout, stderr)
 	case "fixture":
 		return fixture.Main()
 	case "version":
@@ -114,6 +117,7 @@ commands:
   bench            measure scale: 500 servers, concurrent calls, restart storm, cache gate
   merge-reports    merge the -json reports of sharded runs (-shard I/N)
   mutation-report  print the mutation scores of a .ci/mutation results directory
+  mcp-client       connect one streamable-HTTP server through the runtime (the official MCP client suite's client)
   driver           serve the reference runtime over the driver protocol on stdin/stdout
   fixture          run the fixture MCP server (same MCP_FIXTURE_* knobs)
   version          print the harness version

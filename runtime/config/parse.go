@@ -397,6 +397,18 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 			c.warn("protocolVersion", v.off, "must be a string, got %s; using the runtime default", v.kind())
 		}
 	}
+	var elicitation ElicitationMode
+	if v, ok := c.fields["elicitation"]; ok {
+		switch s, isStr := v.str(); {
+		case !isStr:
+			c.warn("elicitation", v.off, "must be a string, got %s; elicitation stays off", v.kind())
+		case s == "" || ElicitationMode(s) == ElicitationOff:
+		case ElicitationMode(s) == ElicitationDefaults:
+			elicitation = ElicitationDefaults
+		default:
+			c.warn("elicitation", v.off, "unknown elicitation mode %q (want off or defaults); elicitation stays off", s)
+		}
+	}
 	include := c.strList("includeTools")
 	exclude := c.strList("excludeTools")
 	var maxChars int
@@ -457,6 +469,7 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 		RestartDelays:    delays,
 		Probe:            probe,
 		ProtocolVersion:  protocol,
+		Elicitation:      elicitation,
 		IncludeTools:     include,
 		ExcludeTools:     exclude,
 		MaxResultChars:   maxChars,

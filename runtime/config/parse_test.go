@@ -120,6 +120,8 @@ func TestParseEntryWarnings(t *testing.T) {
 		{`{"command": "x", "maxResultChars": 1.5}`, "maxResultChars", func(s *Server) bool { return s.MaxResultChars == 0 }},
 		{`{"command": "x", "maxResultChars": "big"}`, "maxResultChars", func(s *Server) bool { return s.MaxResultChars == 0 }},
 		{`{"command": "x", "protocolVersion": 2025}`, "protocolVersion", func(s *Server) bool { return s.ProtocolVersion == "" }},
+		{`{"command": "x", "elicitation": "ask"}`, "elicitation", func(s *Server) bool { return s.Elicitation == "" }},
+		{`{"command": "x", "elicitation": true}`, "elicitation", func(s *Server) bool { return s.Elicitation == "" }},
 		{`{"command": "x", "auth": {"type": "oauth"}}`, "auth.credentialId", func(s *Server) bool { return s.Auth != nil && s.Auth.CredentialID == "" }},
 	}
 	for _, tt := range tests {
@@ -148,7 +150,7 @@ func TestParseAllFields(t *testing.T) {
 	"env": {"A": "1"}, "cwd": "/srv", "enabled": false, "timeout": 2500, "toolTimeout": 0,
 	"shared": false, "restart": "bounded", "restartDelays": [0, 1000, 2500.5], "healthProbe": "tools-list",
 	"protocolVersion": "2025-06-18", "includeTools": ["a", "b"], "excludeTools": [], "maxResultChars": 1000,
-	"requiresApproval": false, "auth": {"type": "oauth", "credentialId": "gh"}, "x-unknown": {"kept": true},
+	"elicitation": "defaults", "requiresApproval": false, "auth": {"type": "oauth", "credentialId": "gh"}, "x-unknown": {"kept": true},
 	"description": null
 }`
 	servers, diags := ParseFile("/f.json", []byte(fileWith("full", entry)), LevelUser, "mcplife", envOf())
@@ -162,7 +164,7 @@ func TestParseAllFields(t *testing.T) {
 		Enabled: false, Timeout: 2500 * time.Millisecond, ToolTimeout: NoTimeout, Shared: false,
 		Restart: RestartBounded, RestartDelays: []time.Duration{0, time.Second, 2500*time.Millisecond + 500*time.Microsecond},
 		Probe: ProbeToolsList, ProtocolVersion: "2025-06-18", IncludeTools: []string{"a", "b"}, ExcludeTools: []string{},
-		MaxResultChars: 1000, RequiresApproval: false,
+		MaxResultChars: 1000, RequiresApproval: false, Elicitation: ElicitationDefaults,
 	}
 	got := fmt.Sprintf("%+v %+v", *s.Auth, stripMeta(s))
 	if exp := fmt.Sprintf("%+v %+v", *want.Auth, stripMeta(want)); got != exp {
@@ -175,7 +177,7 @@ func TestParseAllFields(t *testing.T) {
 	// Defaults.
 	servers, _ = ParseFile("/f.json", []byte(fileWith("min", `{"command": "x"}`)), LevelUser, "mcplife", envOf())
 	m := servers[0]
-	if !m.Enabled || !m.Shared || !m.RequiresApproval || m.Type != "" || m.EffectiveType() != Stdio || m.Timeout != 0 || m.Restart != RestartDefault || m.Probe != ProbeDefault {
+	if !m.Enabled || !m.Shared || !m.RequiresApproval || m.Type != "" || m.EffectiveType() != Stdio || m.Timeout != 0 || m.Restart != RestartDefault || m.Probe != ProbeDefault || m.Elicitation != "" {
 		t.Errorf("defaults: %+v", m)
 	}
 }

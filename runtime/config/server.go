@@ -54,7 +54,8 @@
 //
 // Warnings keep the server and use the field's default: wrong types for
 // "enabled" (true), "shared" (true), "requiresApproval" (true),
-// "protocolVersion" (runtime default); "timeout" and "toolTimeout" not a
+// "protocolVersion" (runtime default); "elicitation" not "off" or
+// "defaults" (off); "timeout" and "toolTimeout" not a
 // number >= 0 (default); "restartDelays" not a non-empty array of numbers
 // >= 0 (the policy's delays); "maxResultChars" not a whole number > 0
 // (default); an oauth "auth" without "credentialId" (no token injected).
@@ -131,6 +132,21 @@ const (
 	RestartNever      RestartPolicy = "never"
 )
 
+// ElicitationMode names how the host answers a server's elicitation/create
+// requests (questions the server asks the user in the middle of a call).
+type ElicitationMode string
+
+// The elicitation modes. The zero value means ElicitationOff.
+const (
+	// ElicitationOff advertises no elicitation capability; servers must not
+	// ask, and a request that comes anyway is refused by the SDK.
+	ElicitationOff ElicitationMode = "off"
+	// ElicitationDefaults is for a host without a UI: it accepts every form
+	// elicitation with the requested schema's default values, and declines
+	// when a required field has no default (and any URL elicitation).
+	ElicitationDefaults ElicitationMode = "defaults"
+)
+
 // Probe names the health probe run after a tool timeout.
 type Probe string
 
@@ -177,6 +193,9 @@ type Server struct {
 	Probe Probe `json:"-"`
 	// ProtocolVersion pins the MCP protocol version; "" means the runtime default.
 	ProtocolVersion string `json:"-"`
+	// Elicitation selects the host-side elicitation handler ("elicitation":
+	// "off" | "defaults"); "" means off.
+	Elicitation ElicitationMode `json:"-"`
 	// IncludeTools and ExcludeTools filter the exposed tools by raw MCP tool
 	// name ("includeTools", "excludeTools"). Empty IncludeTools means all.
 	IncludeTools []string `json:"-"`

@@ -67,6 +67,9 @@ const (
 	ToolTruncated       Kind = "tool.truncated"
 	ToolInjectionSignal Kind = "tool.injection_signal"
 
+	// Host-side handlers of server requests.
+	ElicitationAnswered Kind = "elicitation.answered"
+
 	// Health probe.
 	ProbeStarted         Kind = "probe.started"
 	ProbeFinished        Kind = "probe.finished"
@@ -144,6 +147,7 @@ func Kinds() []KindInfo {
 		{ToolTruncated, "a tool result was truncated to maxResultChars", "tool, limit, original"},
 		{ToolInjectionSignal, "a tool result contains prompt-injection phrases (advisory)", "tool, signals"},
 
+		{ElicitationAnswered, "the server asked the host for input (elicitation/create) and the server's elicitation handler answered: accept with the requested schema's defaults, or decline when a required field has no default", "mode, action, fields, reason"},
 		{ProbeStarted, "a health probe step began after a tool timeout; its timeout is armed", "method, timeout_ms"},
 		{ProbeFinished, "a health probe ended", "healthy, method, error"},
 		{ProbePingUnsupported, "the server answered ping with method-not-found; tools/list is used from now on", ""},

@@ -104,6 +104,7 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	client := mcp.NewClient(&mcp.Implementation{Name: rt.opts.ClientName, Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.toolsChanged(c) },
 		Logger:                 rt.log,
+		ElicitationHandler:     s.elicitationHandler(), // handlers.go
 	})
 	version := rt.opts.ProtocolVersion
 	if s.cfg.ProtocolVersion != "" {

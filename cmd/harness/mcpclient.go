@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/config"
+	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/host"
+)
+
+// ScenarioEnv names the environment variable in which the official MCP
+// conformance runner (@modelcontextprotocol/conformance) passes the client
+// scenario to run.
+const ScenarioEnv = "MCP_CONFORMANCE_SCENARIO"
+
+// clientScenario is what the client does in one official client scenario
+// once the server is connected and its tools are listed: the tool to call
+// ("" calls nothing) and its arguments.
+type clientScenario struct {
+	tool string
+	args map[string]any
+}
+
+// scenarioPlan says what the client does in the official client scenarios
+// of @modelcontextprotocol/conformance 0.1.16 that need more than connecting
+// and listing tools; known is false for any other scenario (auth/*), which
+// connects, lists the tools and calls the first one with no arguments.
+func scenarioPlan(name string) (_ clientScenario, known bool) {
+	switch name {
+	case "initialize":
+		return clientScenario{}, true
+	case "tools_call":
+		return clientScenario{tool: "add_numbers", args: map[string]any{"a": 5, "b": 3}}, true
+	case "elicitation-sep1034-client-defaults":
+		return clientScenario{tool: "test_client_elicitation_defaults", args: map[string]any{}}, true
+	case "sse-retry":
+		return clientScenario{tool: "test_reconnection", args: map[string]any{}}, true
+	}
+	return clientScenario{}, false
+}
+
+// mcpClientReport is the -json output of harness mcp-client.
+type mcpClientReport struct {
+	Scenario string   `json:"scenario"`
+	URL      string   `json:"url"`
+	Tools    []string `json:"tools"`
+	Called   string   `json:"called,omitempty"`
+	Result   string   `json:"result,omitempty"`
+	IsError  bool     `json:"isError,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Events   []string `json:"events"`
+}
+
+// runMCPClient is "harness mcp-client URL": a client on top of the reference
+// runtime for the official MCP conformance suite's client mode. It
+// configures one streamable-HTTP server (elicitation answered with the
+// schema's defaults, as a host without a UI does), opens a session, does
+// what the scenario named by MCP_CONFORMANCE_SCENARIO (or -scenario)
+// expects, closes everything and exits: 0 when every step succeeded.
+func runMCPClient(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcp-client", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	scenario := fs.String("scenario", os.Getenv(ScenarioEnv), "official client scenario (default $"+ScenarioEnv+")")
+	timeout := fs.Duration("timeout", 30*time.Second, "bound on the whole run")
+	jsonOut := fs.Bool("json", false, "print a JSON report instead of text")
+	verbose := fs.Bool("v", false, "log the runtime's debug output to stderr")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: harness mcp-client [-scenario NAME] [-timeout D] [-json] [-v] URL\n\n"+
+			"Connects to the streamable-HTTP MCP server at URL through the reference runtime and\n"+
+			"does what the official conformance client scenario expects (the runner passes the\n"+
+			"URL as the last argument and the scenario in $%s).\n\n", ScenarioEnv)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() < 1 {
+		fs.Usage()
+		return 2
+	}
+	url := fs.Arg(fs.NArg() - 1)
+
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	rep, err := mcpClientRun(ctx, *scenario, url, *verbose, stderr)
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	} else {
+		fmt.Fprintf(stdout, "scenario %s: tools [%s]", orNone(rep.Scenario), strings.Join(rep.Tools, ", "))
+		if rep.Called != "" {
+			fmt.Fprintf(stdout, "; called %s: %s", rep.Called, clipLine(rep.Result, 120))
+		}
+		fmt.Fprintln(stdout)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness mcp-client: %v\n", err)
+		}
+	}
+	if err != nil || rep.IsError {
+		return 1
+	}
+	return 0
+}
+
+func mcpClientRun(ctx context.Context, scenario, url string, verbose bool, stderr io.Writer) (*mcpClientReport, error) {
+	rep := &mcpClientReport{Scenario: scenario, URL: url, Tools: []string{}, Events: []string{}}
+	entry, err := json.Marshal(map[string]any{
+		"type": "http", "url": url,
+		"elicitation": string(config.ElicitationDefaults),
+		"restart":     string(config.RestartNever),
+	})
+	if err != nil {
+		return rep, err
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if verbose {
+		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	home, err := os.MkdirTemp("", "mcp-client-home-")
+	if err != nil {
+		return rep, err
+	}
+	defer os.RemoveAll(home)
+	const name = "server"
+	rt, err := host.New(host.Options{
+		Logger: logger,
+		// Only the inline server: an empty home keeps the user's files out.
+		Discovery:   config.Options{HomeDir: home, Inline: map[string]json.RawMessage{name: entry}},
+		StartupGate: 24 * time.Hour, // the context bounds the start instead
+	})
+	if err != nil {
+		return rep, fmt.Errorf("runtime: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = rt.Close(cctx)
+		for _, e := range rt.Events().Events() {
+			if e.Kind == event.ElicitationAnswered || strings.HasPrefix(string(e.Kind), "server.") || strings.HasPrefix(string(e.Kind), "remote.") {
+				rep.Events = append(rep.Events, e.String())
+			}
+		}
+	}()
+	sess, err := rt.OpenSession(ctx, host.SessionOptions{Name: "conformance"})
+	if err != nil {
+		return rep, fmt.Errorf("open session: %w", err)
+	}
+	defer sess.Close(context.WithoutCancel(ctx))
+	if r := sess.StartReport(); len(r.Ready) != 1 {
+		if e := r.Errors[name]; e != nil {
+			return rep, fmt.Errorf("connect %s: %w", url, e)
+		}
+		return rep, fmt.Errorf("connect %s: server not ready at session start (%+v)", url, r)
+	}
+	tools := sess.Tools()
+	for _, t := range tools {
+		rep.Tools = append(rep.Tools, t.MCPName)
+	}
+	sc, known := scenarioPlan(scenario)
+	if !known && len(tools) > 0 {
+		sc = clientScenario{tool: tools[0].MCPName, args: map[string]any{}}
+	}
+	if sc.tool == "" {
+		return rep, nil
+	}
+	exposed := ""
+	for _, t := range tools {
+		if t.MCPName == sc.tool {
+			exposed = t.Name
+		}
+	}
+	if exposed == "" {
+		return rep, fmt.Errorf("scenario %s: the server lists no tool %q (tools: %s)", scenario, sc.tool, strings.Join(rep.Tools, ", "))
+	}
+	rep.Called = sc.tool
+	res, err := sess.CallTool(ctx, exposed, sc.args)
+	rep.Result, rep.IsError = res.Text, res.IsError
+	if err != nil {
+		return rep, fmt.Errorf("tools/call %s: %w", sc.tool, err)
+	}
+	if res.IsError {
+		return rep, errors.New("tools/call " + sc.tool + " returned an error result")
+	}
+	return rep, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// clipLine flattens s to one line of at most n runes.
+func clipLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,254 @@
+// Package official runs the official MCP conformance suite
+// (@modelcontextprotocol/conformance, pinned in package.json) in client mode
+// against the reference runtime, through "harness mcp-client".
+//
+// The suite and the Node 22 it needs are npm packages of this folder: run
+// "npm ci" here first (.ci/official-conformance does). Without them the test
+// skips under plain "go test ./..." and fails when MCPLIFE_REQUIRE_NODE=1.
+package official
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/proctest"
+)
+
+// SuiteVersion is the pinned version of @modelcontextprotocol/conformance.
+const SuiteVersion = "0.1.16"
+
+// RequireNodeEnv makes a missing Node installation a failure instead of a skip.
+const RequireNodeEnv = "MCPLIFE_REQUIRE_NODE"
+
+// nonAuth are the client scenarios that must pass (and not vacuously).
+var nonAuth = []string{"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"}
+
+func TestMain(m *testing.M) { proctest.Main(m) }
+
+// scenarioResult counts the scored checks of one scenario's checks.json.
+type scenarioResult struct {
+	Name                       string
+	Passed, Failed, Warnings   int
+	Baseline                   bool
+	RetryDelayMs, RetryChecked int // sse-retry: the measured reconnect delay
+}
+
+func (r scenarioResult) scored() int { return r.Passed + r.Failed + r.Warnings }
+
+func (r scenarioResult) verdict() string {
+	switch {
+	case r.Baseline:
+		return "baseline"
+	case r.scored() == 0:
+		return "VACUOUS"
+	case r.Failed+r.Warnings > 0:
+		return "FAIL"
+	}
+	return "pass"
+}
+
+// suiteBin finds the conformance runner and the Node 22 of this folder.
+func suiteBin(t *testing.T) (bin string) {
+	t.Helper()
+	dir, err := filepath.Abs("node_modules/.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := ""
+	for _, name := range []string{"conformance", "node"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			missing += " " + name
+		}
+	}
+	if missing == "" {
+		return dir
+	}
+	msg := fmt.Sprintf("official MCP conformance suite not installed (missing in conformance/official/node_modules/.bin:%s); run `npm ci` in conformance/official (needs npm; it installs Node 22 locally)", missing)
+	if os.Getenv(RequireNodeEnv) == "1" {
+		t.Fatal(msg + "; " + RequireNodeEnv + "=1 makes this a failure")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+func TestOfficialClientSuite(t *testing.T) {
+	binDir := suiteBin(t)
+	tmp := t.TempDir()
+	harness := filepath.Join(tmp, "harness")
+	build := exec.Command("go", "build", "-o", harness, "../../cmd/harness")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build harness: %v\n%s", err, out)
+	}
+	outDir := filepath.Join(tmp, "out")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "conformance"), "client",
+		"--command", harness+" mcp-client", "--suite", "all",
+		"--expected-failures", "baseline.yml", "-o", outDir)
+	cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "NO_COLOR=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	runErr := cmd.Run()
+	wall := time.Since(start)
+
+	baseline := readBaseline(t, "baseline.yml")
+	results := readResults(t, outDir, baseline)
+	t.Logf("@modelcontextprotocol/conformance %s, client suite all: %d scenarios in %s", SuiteVersion, len(results), wall.Round(100*time.Millisecond))
+	t.Log("\n" + table(results))
+	if runErr != nil {
+		t.Errorf("the runner failed (unexpected failures or stale baseline entries): %v\n%s", runErr, tail(out.String(), 60))
+	}
+	byName := map[string]scenarioResult{}
+	for _, r := range results {
+		byName[r.Name] = r
+		if r.verdict() == "VACUOUS" {
+			t.Errorf("scenario %s passed with no scored check: the runner counts that as a pass, this test does not", r.Name)
+		}
+		if r.verdict() == "FAIL" {
+			t.Errorf("scenario %s: %d failed, %d warnings", r.Name, r.Failed, r.Warnings)
+		}
+	}
+	for _, n := range nonAuth {
+		r, ok := byName[n]
+		switch {
+		case !ok:
+			t.Errorf("scenario %s did not run", n)
+		case r.Baseline:
+			t.Errorf("scenario %s must pass; it may not be in the baseline", n)
+		}
+	}
+	for n := range baseline {
+		if _, ok := byName[n]; !ok {
+			t.Errorf("baseline entry %s names no scenario of the suite", n)
+		}
+	}
+}
+
+// readBaseline reads the "client:" list of the runner's expected-failures
+// YAML (one "  - name # reason" per line).
+func readBaseline(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := regexp.MustCompile(`^\s+-\s+([^\s#]+)\s*(#\s*(.*))?$`)
+	out := map[string]bool{}
+	inClient := false
+	for i, line := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "":
+		case line == "client:":
+			inClient = true
+		case !strings.HasPrefix(line, " "):
+			inClient = false
+		case inClient:
+			m := entry.FindStringSubmatch(line)
+			if m == nil {
+				t.Fatalf("%s:%d: want `  - scenario # reason`, got %q", path, i+1, line)
+			}
+			if strings.TrimSpace(m[3]) == "" {
+				t.Errorf("%s:%d: baseline entry %s has no reason", path, i+1, m[1])
+			}
+			out[m[1]] = true
+		}
+	}
+	return out
+}
+
+var runSuffix = regexp.MustCompile(`-\d{4}-\d\d-\d\dT[\d-]+Z$`)
+
+// readResults reads every checks.json under dir; a scenario's directory is
+// "<scenario>-<timestamp>".
+func readResults(t *testing.T, dir string, baseline map[string]bool) []scenarioResult {
+	t.Helper()
+	var results []scenarioResult
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.Name() != "checks.json" {
+			return err
+		}
+		rel, err := filepath.Rel(dir, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		r := scenarioResult{Name: runSuffix.ReplaceAllString(filepath.ToSlash(rel), "")}
+		r.Baseline = baseline[r.Name]
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var checks []struct {
+			ID      string         `json:"id"`
+			Status  string         `json:"status"`
+			Details map[string]any `json:"details"`
+		}
+		if err := json.Unmarshal(data, &checks); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for _, c := range checks {
+			switch c.Status {
+			case "SUCCESS":
+				r.Passed++
+			case "FAILURE":
+				r.Failed++
+			case "WARNING":
+				r.Warnings++
+			}
+			if c.ID == "client-sse-retry-timing" {
+				if ms, ok := c.Details["actualDelayMs"].(float64); ok {
+					r.RetryDelayMs, r.RetryChecked = int(ms), 1
+				}
+			}
+		}
+		results = append(results, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(results, func(i, j int) bool { return results[i].Name < results[j].Name })
+	return results
+}
+
+func table(results []scenarioResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-45s %6s %6s %5s  %s\n", "scenario", "passed", "failed", "warn", "verdict")
+	var pass, fail, base int
+	for _, r := range results {
+		v := r.verdict()
+		if r.RetryChecked > 0 {
+			v += fmt.Sprintf(" (reconnect after %d ms)", r.RetryDelayMs)
+		}
+		fmt.Fprintf(&b, "%-45s %6d %6d %5d  %s\n", r.Name, r.Passed, r.Failed, r.Warnings, v)
+		switch r.verdict() {
+		case "pass":
+			pass++
+		case "baseline":
+			base++
+		default:
+			fail++
+		}
+	}
+	fmt.Fprintf(&b, "%d pass, %d fail, %d baseline (expected failures)\n", pass, fail, base)
+	return b.String()
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
