@@ -123,6 +123,9 @@ func commonAttrs() map[string]AttrInfo {
 		{Name: "retry_ms", Type: TypeMillis, Meaning: "the stream's retry: before a resume (1000 when the server sent none)"},
 		{Name: "retry_after_ms", Type: TypeMillis, Meaning: "the Retry-After the server asked for"},
 		{Name: "credential", Type: TypeString, Meaning: "the credential id asked of the provider"},
+		{Name: "mode", Type: TypeString, Values: []string{"form", "url"}, Meaning: "the elicitation request's mode"},
+		{Name: "action", Type: TypeString, Values: []string{"accept", "decline", "cancel", "error"}, Meaning: "the answer the host gave"},
+		{Name: "fields", Type: TypeString, Meaning: "the form fields answered, sorted, comma-separated"},
 	}
 	out := make(map[string]AttrInfo, len(list))
 	for _, a := range list {
