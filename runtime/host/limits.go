@@ -18,7 +18,7 @@ const (
 	// DefaultMaxMessageBytes is the default of Options.MaxMessageBytes.
 	DefaultMaxMessageBytes = wire.DefaultMaxMessageBytes
 	// DefaultMaxTools is the default of Options.MaxTools.
-	DefaultMaxTools = 1000
+	DefaultMaxTools = 256
 	// DefaultMaxToolNameBytes is the default of Options.MaxToolNameBytes.
 	DefaultMaxToolNameBytes = 128
 	// DefaultMaxSchemaDepth is the default of Options.MaxSchemaDepth.

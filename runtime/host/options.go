@@ -118,7 +118,7 @@ type Options struct {
 	// maxMessageBytes overrides it; a negative value means no limit. A server
 	// that exceeds it loses its connection (transport.oversized).
 	MaxMessageBytes int
-	// MaxTools bounds the tools kept per server (default 1,000); listing
+	// MaxTools bounds the tools kept per server (default 256); listing
 	// stops past it (tools.limited).
 	MaxTools int
 	// MaxToolNameBytes drops tools whose MCP name is longer (default 128,
