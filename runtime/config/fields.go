@@ -53,6 +53,7 @@ func Fields() []FieldInfo {
 		{"includeTools", "array of strings", "all tools", "expose only these raw MCP tool names", OnBadError},
 		{"excludeTools", "array of strings", "none", "never expose these raw MCP tool names", OnBadError},
 		{"maxResultChars", "whole number > 0", "`50000` (or `options.maxResultChars`)", "cap on a tool result's text, in characters, before wrapping", OnBadWarning},
+		{"maxMessageBytes", "whole number from 1024 to 1073741824", "`16777216` (16 MiB, or `options.maxMessageBytes`)", "stdio only: the longest line or JSON-RPC message the server may write on stdout; a longer one ends its connection (`transport.oversized`)", OnBadWarning},
 		{"elicitation", "string", "`off`", "host-side elicitation handler: `off` (the client does not announce elicitation) or `defaults` (accept every form request with its schema's defaults, for a host without a UI)", OnBadWarning},
 	}
 }

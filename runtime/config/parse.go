@@ -421,6 +421,16 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 		}
 	}
 
+	var maxMessage int
+	if v, ok := c.fields["maxMessageBytes"]; ok {
+		f, isNum := v.number()
+		if !isNum || f != math.Trunc(f) || f < 1024 || f > 1<<30 {
+			c.warn("maxMessageBytes", v.off, "must be a whole number of bytes from 1024 to 1073741824, got %s; using the default", v.raw())
+		} else {
+			maxMessage = int(f)
+		}
+	}
+
 	if c.bad {
 		return nil
 	}
@@ -473,6 +483,7 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 		IncludeTools:     include,
 		ExcludeTools:     exclude,
 		MaxResultChars:   maxChars,
+		MaxMessageBytes:  maxMessage,
 		RequiresApproval: approval,
 		Source:           p.src,
 		Raw:              bytes.Clone(v.raw()),

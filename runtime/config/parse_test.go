@@ -119,6 +119,9 @@ func TestParseEntryWarnings(t *testing.T) {
 		{`{"command": "x", "maxResultChars": 0}`, "maxResultChars", func(s *Server) bool { return s.MaxResultChars == 0 }},
 		{`{"command": "x", "maxResultChars": 1.5}`, "maxResultChars", func(s *Server) bool { return s.MaxResultChars == 0 }},
 		{`{"command": "x", "maxResultChars": "big"}`, "maxResultChars", func(s *Server) bool { return s.MaxResultChars == 0 }},
+		{`{"command": "x", "maxMessageBytes": 100}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
+		{`{"command": "x", "maxMessageBytes": 2e9}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
+		{`{"command": "x", "maxMessageBytes": "16MiB"}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
 		{`{"command": "x", "protocolVersion": 2025}`, "protocolVersion", func(s *Server) bool { return s.ProtocolVersion == "" }},
 		{`{"command": "x", "elicitation": "ask"}`, "elicitation", func(s *Server) bool { return s.Elicitation == "" }},
 		{`{"command": "x", "elicitation": true}`, "elicitation", func(s *Server) bool { return s.Elicitation == "" }},
@@ -149,7 +152,7 @@ func TestParseAllFields(t *testing.T) {
 	"type": "stdio", "command": "node", "args": ["server.js", "--port", "1"],
 	"env": {"A": "1"}, "cwd": "/srv", "enabled": false, "timeout": 2500, "toolTimeout": 0,
 	"shared": false, "restart": "bounded", "restartDelays": [0, 1000, 2500.5], "healthProbe": "tools-list",
-	"protocolVersion": "2025-06-18", "includeTools": ["a", "b"], "excludeTools": [], "maxResultChars": 1000,
+	"protocolVersion": "2025-06-18", "includeTools": ["a", "b"], "excludeTools": [], "maxResultChars": 1000, "maxMessageBytes": 65536,
 	"elicitation": "defaults", "requiresApproval": false, "auth": {"type": "oauth", "credentialId": "gh"}, "x-unknown": {"kept": true},
 	"description": null
 }`
@@ -164,7 +167,7 @@ func TestParseAllFields(t *testing.T) {
 		Enabled: false, Timeout: 2500 * time.Millisecond, ToolTimeout: NoTimeout, Shared: false,
 		Restart: RestartBounded, RestartDelays: []time.Duration{0, time.Second, 2500*time.Millisecond + 500*time.Microsecond},
 		Probe: ProbeToolsList, ProtocolVersion: "2025-06-18", IncludeTools: []string{"a", "b"}, ExcludeTools: []string{},
-		MaxResultChars: 1000, RequiresApproval: false, Elicitation: ElicitationDefaults,
+		MaxResultChars: 1000, MaxMessageBytes: 65536, RequiresApproval: false, Elicitation: ElicitationDefaults,
 	}
 	got := fmt.Sprintf("%+v %+v", *s.Auth, stripMeta(s))
 	if exp := fmt.Sprintf("%+v %+v", *want.Auth, stripMeta(want)); got != exp {

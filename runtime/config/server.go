@@ -58,6 +58,7 @@
 // "defaults" (off); "timeout" and "toolTimeout" not a
 // number >= 0 (default); "restartDelays" not a non-empty array of numbers
 // >= 0 (the policy's delays); "maxResultChars" not a whole number > 0
+// (default); "maxMessageBytes" not a whole number from 1024 to 1073741824
 // (default); an oauth "auth" without "credentialId" (no token injected).
 // Every fallback is the safe value. A JSON null counts as an absent field.
 // Unknown fields are ignored and kept in Server.Raw.
@@ -203,6 +204,9 @@ type Server struct {
 	// MaxResultChars caps a tool result's text ("maxResultChars"); 0 means the
 	// default (50,000).
 	MaxResultChars int `json:"-"`
+	// MaxMessageBytes bounds one stdout message or non-JSON line of a stdio
+	// server ("maxMessageBytes"); 0 means the runtime's default (16 MiB).
+	MaxMessageBytes int `json:"-"`
 	// RequiresApproval marks the server's tools as needing user approval
 	// ("requiresApproval"); true unless the file says false.
 	RequiresApproval bool `json:"-"`

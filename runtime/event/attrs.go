@@ -126,6 +126,11 @@ func commonAttrs() map[string]AttrInfo {
 		{Name: "mode", Type: TypeString, Values: []string{"form", "url"}, Meaning: "the elicitation request's mode"},
 		{Name: "action", Type: TypeString, Values: []string{"accept", "decline", "cancel", "error"}, Meaning: "the answer the host gave"},
 		{Name: "fields", Type: TypeString, Meaning: "the form fields answered, sorted, comma-separated"},
+		{Name: "lines", Type: TypeInt, Meaning: "non-JSON lines dropped on this connection so far"},
+		{Name: "bytes", Type: TypeInt, Meaning: "bytes of those lines"},
+		{Name: "sample", Type: TypeString, Meaning: "the start of what the server sent (200 bytes at most, valid UTF-8, control characters replaced)"},
+		{Name: "json", Type: TypeBool, Meaning: "the oversized input was a JSON-RPC message (false: a non-JSON line)"},
+		{Name: "notifications", Type: TypeInt, Meaning: "list_changed notifications so far in this debounce window"},
 	}
 	out := make(map[string]AttrInfo, len(list))
 	for _, a := range list {
@@ -139,6 +144,10 @@ func commonAttrs() map[string]AttrInfo {
 func kindAttrs() map[Kind][]AttrInfo {
 	remoteMethod := []AttrInfo{{Name: "method", Type: TypeString, Meaning: "the JSON-RPC method of the request (initialize, tools/call, ...; GET for a stream)"}}
 	return map[Kind][]AttrInfo{
+		ToolsLimited: {{Name: "reason", Type: TypeString, Values: []string{"too-many", "name-too-long", "schema-too-deep"}, Meaning: "the limit that dropped tools"},
+			{Name: "tools", Type: TypeInt, Meaning: "too-many: tools seen when listing stopped; otherwise tools dropped"},
+			{Name: "limit", Type: TypeInt, Meaning: "the limit in effect"}},
+		TransportOversized:       {{Name: "limit", Type: TypeInt, Meaning: "maxMessageBytes in effect"}},
 		RemoteSessionExpired:     remoteMethod,
 		RemoteUnreachable:        remoteMethod,
 		RemoteAuthRejected:       remoteMethod,

@@ -39,6 +39,9 @@ const (
 	ProcessSignaled Kind = "process.signaled"
 	ProcessExited   Kind = "process.exited"
 	TransportClosed Kind = "transport.closed"
+	// Hostile stdout (issue 15).
+	TransportNoise     Kind = "transport.noise"
+	TransportOversized Kind = "transport.oversized"
 
 	// Startup gate.
 	GateOpened Kind = "gate.opened"
@@ -58,6 +61,8 @@ const (
 	ToolsChanged             Kind = "tools.changed"
 	ToolsRefreshKept         Kind = "tools.refresh_kept"
 	ToolsCollision           Kind = "tools.collision"
+	ToolsLimited             Kind = "tools.limited"
+	ToolsChangeFlood         Kind = "tools.change_flood"
 
 	// Tool calls.
 	ToolDeferred        Kind = "tool.deferred"
@@ -123,6 +128,8 @@ func Kinds() []KindInfo {
 		{ProcessSignaled, "a step of stopping a server was taken; its wait is armed: stdin-closed, SIGTERM, SIGKILL for a stdio process group; session-close, then sockets-closed after the grace, for a remote server (pid 0)", "pid, step"},
 		{ProcessExited, "a stdio server process exited", "pid, status, planned"},
 		{TransportClosed, "a connection ended without the runtime asking", "transport, error"},
+		{TransportNoise, "a stdio server wrote a line that is not JSON-RPC to stdout; it was dropped and the connection goes on. Reported for the 1st, 2nd, 4th, 8th... dropped line of a connection; lines counts them all so far, sample is the line's start (200 bytes at most, made valid UTF-8, control characters replaced)", "lines, bytes, sample"},
+		{TransportOversized, "a stdio server's stdout message (json true) or non-JSON line exceeded its limit (maxMessageBytes); the connection ends with that error", "limit, json, sample"},
 
 		{GateOpened, "a session started waiting on the startup gate", "servers, timeout_ms"},
 		{GateClosed, "the startup gate closed; session start returns", "ready, failed, deferred, late, elapsed_ms"},
@@ -139,6 +146,8 @@ func Kinds() []KindInfo {
 		{ToolsChanged, "the server sent notifications/tools/list_changed; the debounce timer is armed", "debounce_ms"},
 		{ToolsRefreshKept, "a refresh returned no tools; the old list was kept", "tools"},
 		{ToolsCollision, "two tools map to one exposed name; the winner is deterministic", "name, winner, loser"},
+		{ToolsLimited, "tools a server listed were dropped by a limit. reason too-many: listing stopped after tools (at least limit+1) tools and the first limit are kept; name-too-long and schema-too-deep: tools is how many were dropped, sample the first one's name (200 bytes at most)", "reason, tools, limit, sample"},
+		{ToolsChangeFlood, "a burst of tools/list_changed reached notifications (100, 1000, 10000...) in one debounce window; past the first 10, notifications emit no tools.changed and are absorbed into the window's one refresh", "notifications, debounce_ms"},
 
 		{ToolDeferred, "a tool from the cache was exposed before its server connected", "tool"},
 		{ToolCallStarted, "a tool call began", "call, tool"},

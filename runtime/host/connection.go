@@ -113,14 +113,14 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		sockets.closeAll()
-		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, causeOf(cctx, err, p)))
+		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, stdoutCause(p, causeOf(cctx, err, p))))
 	}
 	c.cs = cs
-	tools, err := listTools(cctx, cs)
+	tools, err := s.listTools(cctx, cs)
 	if err != nil {
 		sockets.closeAll()
 		closeSession(cs)
-		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, causeOf(cctx, err, p)))
+		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, stdoutCause(p, causeOf(cctx, err, p))))
 	}
 	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
 	rt.goRun(c.watch)
@@ -192,17 +192,6 @@ func (rt *Runtime) connectFailed(s *server, p *proc.Process, err error) error {
 	return err
 }
 
-func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
-	var tools []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, fmt.Errorf("tools/list: %w", err)
-		}
-		tools = append(tools, t)
-	}
-	return tools, nil
-}
-
 // closeSession closes cs without waiting on a hung peer forever: calls in
 // flight were cancelled before, so Close returns once the transport is gone.
 func closeSession(cs *mcp.ClientSession) { _ = cs.Close() }
@@ -239,6 +228,7 @@ func (c *connection) watch() {
 		<-ended
 		return
 	}
+	cause = stdoutCause(c.proc, cause)
 	c.mu.Lock()
 	planned := c.planned
 	c.ended = true
@@ -339,7 +329,7 @@ func (rt *Runtime) dial(ctx context.Context, s *server, r *config.Resolved, p **
 	}
 	switch s.cfg.EffectiveType() {
 	case config.Stdio:
-		pr, err := proc.Start(proc.Spec{Command: s.cfg.Command, Args: s.cfg.Args, Env: r.Env, Dir: s.cfg.Cwd}, rt.clock)
+		pr, err := proc.Start(s.stdoutSpec(proc.Spec{Command: s.cfg.Command, Args: s.cfg.Args, Env: r.Env, Dir: s.cfg.Cwd}), rt.clock)
 		if err != nil {
 			return nil, err
 		}

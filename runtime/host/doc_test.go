@@ -42,3 +42,19 @@ func TestOptionsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// renderLimits renders Limits as the "limits" section of docs/LIFECYCLE.md.
+func renderLimits() string {
+	var b strings.Builder
+	b.WriteString("| limit | default | config field | runtime option | when exceeded |\n| --- | --- | --- | --- | --- |\n")
+	for _, l := range Limits() {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", l.What, l.Default, l.Config, l.Option, l.Exceeded)
+	}
+	return b.String()
+}
+
+func TestLimitsDocumented(t *testing.T) {
+	if err := docsection.Check("../../docs/LIFECYCLE.md", "limits", renderLimits()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -6,7 +6,11 @@ import (
 )
 
 // toolsChanged handles notifications/tools/list_changed from connection c:
-// bursts are debounced on the clock, then the tools are listed again. An
+// bursts are debounced on the clock, then the tools are listed again. Only
+// the first ListChangedEventBurst notifications of a window emit
+// tools.changed (a flood emits tools.change_flood at powers of ten), and a
+// window is re-armed only during its first ListChangedMaxDelayFactor
+// debounce periods. An
 // empty list never replaces a non-empty one (a refresh that comes back empty
 // by mistake must not wipe the server's tools).
 func (s *server) toolsChanged(c *connection) {
@@ -15,8 +19,23 @@ func (s *server) toolsChanged(c *connection) {
 	if s.closed {
 		return
 	}
-	defer s.emit(event.ToolsChanged, event.Millis("debounce_ms", s.rt.opts.ListChangedDebounce))
+	debounce := s.rt.opts.ListChangedDebounce
+	now := s.rt.clock.Now()
+	if s.debounce == nil {
+		s.changes, s.changesSince = 0, now
+	}
+	s.changes++
+	switch n := s.changes; {
+	case n <= ListChangedEventBurst:
+		defer s.emit(event.ToolsChanged, event.Millis("debounce_ms", debounce))
+	case isPowerOfTen(n):
+		defer s.emit(event.ToolsChangeFlood, event.Int("notifications", n), event.Millis("debounce_ms", debounce))
+	}
 	if s.debounce != nil {
+		if now.Sub(s.changesSince) >= ListChangedMaxDelayFactor*debounce {
+			// A steady flood: the armed refresh is not postponed again.
+			return
+		}
 		s.debounce.Stop()
 	}
 	var t clock.Timer
@@ -39,7 +58,7 @@ func (s *server) refreshTools(c *connection) {
 	}
 	ctx, cancel := clock.WithTimeout(c.ctx, s.rt.clock, s.cfg.ConnectTimeout(), "tools/list")
 	defer cancel()
-	tools, err := listTools(ctx, c.cs)
+	tools, err := s.listTools(ctx, c.cs)
 	if err != nil {
 		s.rt.log.Warn("tools refresh failed", "server", s.name, "error", err)
 		return
@@ -57,4 +76,15 @@ func (s *server) refreshTools(c *connection) {
 	s.publishLocked(tools, false)
 	s.mu.Unlock()
 	s.writeCache(tools)
+}
+
+// isPowerOfTen reports whether n is 10, 100, 1000...
+func isPowerOfTen(n int) bool {
+	if n < 10 {
+		return false
+	}
+	for n%10 == 0 {
+		n /= 10
+	}
+	return n == 1
 }

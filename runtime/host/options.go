@@ -102,6 +102,20 @@ type Options struct {
 	// EventLimit bounds the event history kept in memory to the latest
 	// EventLimit events (default 10,000); a negative value keeps all.
 	EventLimit int
+	// MaxMessageBytes bounds one stdout message or non-JSON line of a stdio
+	// server (default 16 MiB, go-sdk's own line limit); a server's
+	// maxMessageBytes overrides it; a negative value means no limit. A server
+	// that exceeds it loses its connection (transport.oversized).
+	MaxMessageBytes int
+	// MaxTools bounds the tools kept per server (default 256); listing
+	// stops past it (tools.limited).
+	MaxTools int
+	// MaxToolNameBytes drops tools whose MCP name is longer (default 128,
+	// the MCP specification's name length).
+	MaxToolNameBytes int
+	// MaxSchemaDepth drops tools whose input schema nests objects and arrays
+	// deeper (default 64).
+	MaxSchemaDepth int
 	// Dial overrides how transports are made (tests).
 	Dial Dialer
 	// ClientName is the MCP client name sent in initialize ("mcplife").
@@ -150,6 +164,18 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxResultChars <= 0 {
 		o.MaxResultChars = DefaultMaxResultChars
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.MaxTools <= 0 {
+		o.MaxTools = DefaultMaxTools
+	}
+	if o.MaxToolNameBytes <= 0 {
+		o.MaxToolNameBytes = DefaultMaxToolNameBytes
+	}
+	if o.MaxSchemaDepth <= 0 {
+		o.MaxSchemaDepth = DefaultMaxSchemaDepth
 	}
 	if o.ClientName == "" {
 		o.ClientName = "mcplife"

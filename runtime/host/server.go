@@ -54,6 +54,8 @@ type server struct {
 	stable          clock.Timer
 	grace           clock.Timer
 	debounce        clock.Timer
+	changes         int       // list_changed notifications in the debounce window
+	changesSince    time.Time // when the window's first notification came
 	idle            clock.Timer
 	pingless        bool
 	probing         *probeRun

@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/runtime/clock"
+	"github.com/mcplife/mcplife/runtime/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -76,9 +77,14 @@ type Spec struct {
 	// StderrLimit is how many bytes of the stderr tail are kept; zero or
 	// less means DefaultStderrLimit.
 	StderrLimit int
-	// MaxLineLength is passed to mcp.IOTransport (0 = SDK default, negative
-	// = no cap).
+	// MaxLineLength bounds one stdout message or non-JSON line (see package
+	// wire): 0 means wire.DefaultMaxMessageBytes, negative means no cap.
 	MaxLineLength int
+	// OnNoise is told about every non-JSON stdout line that was dropped.
+	OnNoise func(wire.Noise)
+	// OnTooLarge is told once when a stdout line exceeds MaxLineLength; the
+	// connection then ends with that error.
+	OnTooLarge func(*wire.TooLargeError)
 }
 
 // Stop steps, as reported to a StopObserver.
@@ -151,14 +157,14 @@ func (s ExitStatus) String() string {
 
 // Process is a running (or finished) child process.
 type Process struct {
-	name    string
-	pid     int
-	cmd     *exec.Cmd
-	clock   clock.Clock
-	maxLine int
+	name  string
+	pid   int
+	cmd   *exec.Cmd
+	clock clock.Clock
 
 	stdin  *pipeWriter
 	stdout *drainReader
+	guard  *wire.Reader // filters stdout for the transport
 	stderr *drainReader
 	tail   *tailBuffer
 
@@ -241,17 +247,22 @@ func Start(spec Spec, c clock.Clock) (*Process, error) {
 	if limit <= 0 {
 		limit = DefaultStderrLimit
 	}
+	maxLine := spec.MaxLineLength
+	if maxLine == 0 {
+		maxLine = wire.DefaultMaxMessageBytes
+	}
+	stdout := &drainReader{f: outR}
 	p := &Process{
-		name:    spec.Command,
-		pid:     cmd.Process.Pid,
-		cmd:     cmd,
-		clock:   c,
-		maxLine: spec.MaxLineLength,
-		stdin:   &pipeWriter{f: inW},
-		stdout:  &drainReader{f: outR},
-		stderr:  &drainReader{f: errR},
-		tail:    &tailBuffer{limit: limit},
-		done:    make(chan struct{}),
+		name:   spec.Command,
+		pid:    cmd.Process.Pid,
+		cmd:    cmd,
+		clock:  c,
+		stdin:  &pipeWriter{f: inW},
+		stdout: stdout,
+		guard:  wire.NewReader(stdout, wire.Options{MaxMessageBytes: max(maxLine, 0), OnNoise: spec.OnNoise, OnTooLarge: spec.OnTooLarge}),
+		stderr: &drainReader{f: errR},
+		tail:   &tailBuffer{limit: limit},
+		done:   make(chan struct{}),
 	}
 	stderrDone := make(chan struct{})
 	go p.copyStderr(stderrDone)
@@ -263,15 +274,21 @@ func Start(spec Spec, c clock.Clock) (*Process, error) {
 // id.
 func (p *Process) PID() int { return p.pid }
 
-// Transport returns a transport over the child's stdout (reader) and stdin
-// (writer). Closing the connection made from it closes stdin, so the child
-// sees EOF, and the stdout reader. Connect it once.
+// Transport returns a transport over the child's stdout (reader), filtered
+// by a wire.Reader, and stdin (writer). Closing the connection made from it
+// closes stdin, so the child sees EOF, and the stdout reader. Connect it
+// once. go-sdk's own line limit is off: the wire.Reader enforces
+// Spec.MaxLineLength without buffering a rejected line.
 func (p *Process) Transport() *mcp.IOTransport {
 	p.mu.Lock()
 	p.claimed = true
 	p.mu.Unlock()
-	return &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: p.maxLine}
+	return &mcp.IOTransport{Reader: p.guard, Writer: p.stdin, MaxLineLength: -1}
 }
+
+// StdoutErr returns the limit failure of the stdout filter (a
+// *wire.TooLargeError), or nil.
+func (p *Process) StdoutErr() error { return p.guard.Err() }
 
 // Done is closed once the direct child has exited, its process group has
 // been killed, it has been reaped and its stderr drained.
@@ -466,7 +483,7 @@ func statusOf(ps *os.ProcessState, err error) ExitStatus {
 func (p *Process) copyStderr(done chan<- struct{}) {
 	defer close(done)
 	defer p.stderr.Close()
-	buf := make([]byte, 4096)
+	buf := make([]byte, 32<<10)
 	for {
 		n, err := p.stderr.Read(buf)
 		p.tail.Write(buf[:n])

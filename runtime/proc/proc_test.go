@@ -284,7 +284,7 @@ func TestExitCode(t *testing.T) {
 	if got := p.StderrTail(); got != "err" {
 		t.Errorf("StderrTail = %q", got)
 	}
-	if got := readAll(t, ctx, p.Transport().Reader); got != "out\n" {
+	if got := readAll(t, ctx, rawStdout(p)); got != "out\n" {
 		t.Errorf("stdout = %q", got)
 	}
 }
@@ -323,13 +323,14 @@ func TestTransportCloseClosesStdin(t *testing.T) {
 	ctx := testCtx(t)
 	p := start(t, sh("cat; exit 4"), nil)
 	tr := p.Transport()
-	if _, err := tr.Writer.Write([]byte("through\n")); err != nil {
+	// The transport's reader passes JSON and drops other lines (package wire).
+	if _, err := tr.Writer.Write([]byte("dropped\n{\"through\":1}\n")); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.Writer.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := readAll(t, ctx, tr.Reader); got != "through\n" {
+	if got := readAll(t, ctx, tr.Reader); got != "{\"through\":1}\n" {
 		t.Fatalf("stdout = %q", got)
 	}
 	waitDone(t, ctx, p)
@@ -348,7 +349,7 @@ func TestLookPathUsesSpecEnv(t *testing.T) {
 		Command: "proc-test-hello",
 		Env:     []string{"PATH=" + dir + ":/usr/bin:/bin", "GREETING=env"},
 	}, nil)
-	if got := readAll(t, ctx, p.Transport().Reader); got != "hello env\n" {
+	if got := readAll(t, ctx, rawStdout(p)); got != "hello env\n" {
 		t.Fatalf("stdout = %q", got)
 	}
 	waitDone(t, ctx, p)
@@ -430,7 +431,7 @@ func TestOrphansKilledAfterNaturalExit(t *testing.T) {
 		t.Fatalf("Exit = %s", st)
 	}
 	// What the child wrote before it exited is still readable.
-	pid := atoi(t, readAll(t, ctx, p.Transport().Reader))
+	pid := atoi(t, readAll(t, ctx, rawStdout(p)))
 	waitGone(t, pid)
 }
 
@@ -438,7 +439,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 	ctx := testCtx(t)
 	fc := clocktest.New()
 	p := start(t, sh("sleep 1000 & echo $!; wait"), fc)
-	out := lines(p.Transport().Reader)
+	out := lines(rawStdout(p))
 	pid := atoi(t, nextLine(t, ctx, out))
 
 	obs, steps := stepRecorder()
@@ -465,7 +466,7 @@ func TestStopEscalation(t *testing.T) {
 	ctx := testCtx(t)
 	fc := clocktest.New()
 	p := start(t, sh(ignoreTermScript), fc)
-	out := lines(p.Transport().Reader)
+	out := lines(rawStdout(p))
 	if l := nextLine(t, ctx, out); l != "ready" {
 		t.Fatalf("line = %q", l)
 	}
@@ -517,7 +518,7 @@ func TestStopContextDone(t *testing.T) {
 		ctx := testCtx(t)
 		fc := clocktest.New()
 		p := start(t, sh(script), fc)
-		out := lines(p.Transport().Reader)
+		out := lines(rawStdout(p))
 		nextLine(t, ctx, out)
 
 		stopCtx, cancel := context.WithCancel(ctx)
@@ -542,7 +543,7 @@ func TestStopContextDone(t *testing.T) {
 		ctx := testCtx(t)
 		fc := clocktest.New()
 		p := start(t, sh(script), fc)
-		out := lines(p.Transport().Reader)
+		out := lines(rawStdout(p))
 		nextLine(t, ctx, out)
 
 		stopCtx, cancel := context.WithCancel(ctx)
@@ -658,7 +659,7 @@ echo bye >&2`
 	if got := p.StderrTail(); got != "bye" {
 		t.Errorf("StderrTail = %q", got)
 	}
-	out := readAll(t, ctx, p.Transport().Reader)
+	out := readAll(t, ctx, rawStdout(p))
 	pidStr, ok := strings.CutPrefix(out, "escaped ")
 	if !ok {
 		t.Fatalf("stdout = %q", out)
@@ -787,4 +788,11 @@ func TestMCPCleanStop(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("session still open after the server exited")
 	}
+}
+
+// rawStdout claims the transport, as the host does, and returns the child's
+// stdout before the wire filter, which would drop the shell's plain lines.
+func rawStdout(p *Process) io.Reader {
+	p.Transport()
+	return p.stdout
 }

@@ -1,0 +1,204 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/proc"
+	"github.com/mcplife/mcplife/runtime/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Limits on what one server may send (issue 15). docs/LIFECYCLE.md's
+// "Limits" section lists them (see Limits).
+const (
+	// DefaultMaxMessageBytes is the default of Options.MaxMessageBytes.
+	DefaultMaxMessageBytes = wire.DefaultMaxMessageBytes
+	// DefaultMaxTools is the default of Options.MaxTools.
+	DefaultMaxTools = 256
+	// DefaultMaxToolNameBytes is the default of Options.MaxToolNameBytes.
+	DefaultMaxToolNameBytes = 128
+	// DefaultMaxSchemaDepth is the default of Options.MaxSchemaDepth.
+	DefaultMaxSchemaDepth = 64
+	// ListChangedEventBurst is how many notifications of one debounce
+	// window emit tools.changed; later ones are absorbed silently, with a
+	// tools.change_flood at 100, 1,000, 10,000...
+	ListChangedEventBurst = 10
+	// ListChangedMaxDelayFactor bounds a debounce window: notifications
+	// re-arm the timer only during the first ListChangedMaxDelayFactor x
+	// ListChangedDebounce of the window, so a steady flood cannot postpone
+	// the refresh forever.
+	ListChangedMaxDelayFactor = 10
+)
+
+// maxMessageBytes is the stdout limit of s (negative: none).
+func (s *server) maxMessageBytes() int {
+	if s.cfg.MaxMessageBytes > 0 {
+		return s.cfg.MaxMessageBytes
+	}
+	return s.rt.opts.MaxMessageBytes
+}
+
+// stdoutSpec fills the stdout guard fields of a stdio process spec.
+func (s *server) stdoutSpec(spec proc.Spec) proc.Spec {
+	spec.MaxLineLength = s.maxMessageBytes()
+	spec.OnNoise = func(n wire.Noise) {
+		// The 1st, 2nd, 4th, 8th... line: a flood of noise costs a few
+		// dozen events, not one per line.
+		if bits.OnesCount(uint(n.Lines)) == 1 {
+			s.emit(event.TransportNoise, event.Int("lines", n.Lines), event.Int("bytes", n.Bytes), event.String("sample", n.Sample))
+		}
+	}
+	spec.OnTooLarge = func(e *wire.TooLargeError) {
+		s.emit(event.TransportOversized, event.Int("limit", e.Limit), event.Bool("json", e.JSON), event.String("sample", e.Sample))
+	}
+	return spec
+}
+
+// stdoutCause prefers the stdout guard's failure over what go-sdk made of
+// it (an EOF or a closed connection).
+func stdoutCause(p *proc.Process, err error) error {
+	if p == nil {
+		return err
+	}
+	se := p.StdoutErr()
+	if se == nil || errors.Is(err, wire.ErrTooLarge) {
+		return err
+	}
+	if err == nil {
+		return se
+	}
+	return fmt.Errorf("%w (%v)", se, err)
+}
+
+// listTools lists the tools of cs within the limits of s: listing stops
+// once more than MaxTools arrived, and tools with over-long names or
+// over-deep input schemas are dropped. Each limit that bites emits
+// tools.limited.
+func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	limit := s.rt.opts.MaxTools
+	var tools []*mcp.Tool
+	seen := 0
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		seen++
+		if seen > limit {
+			break
+		}
+		tools = append(tools, t)
+	}
+	if seen > limit {
+		s.emit(event.ToolsLimited, event.String("reason", "too-many"), event.Int("tools", seen), event.Int("limit", limit), event.String("sample", ""))
+	}
+	tools = s.dropTools(tools, "name-too-long", s.rt.opts.MaxToolNameBytes, func(t *mcp.Tool) bool {
+		return len(t.Name) > s.rt.opts.MaxToolNameBytes
+	})
+	tools = s.dropTools(tools, "schema-too-deep", s.rt.opts.MaxSchemaDepth, func(t *mcp.Tool) bool {
+		return depthExceeds(t.InputSchema, s.rt.opts.MaxSchemaDepth)
+	})
+	return tools, nil
+}
+
+// dropTools removes the tools bad accepts, reporting them as reason.
+func (s *server) dropTools(tools []*mcp.Tool, reason string, limit int, bad func(*mcp.Tool) bool) []*mcp.Tool {
+	kept := tools[:0]
+	dropped := 0
+	sample := ""
+	for _, t := range tools {
+		if !bad(t) {
+			kept = append(kept, t)
+			continue
+		}
+		if dropped == 0 {
+			sample = wire.Sample([]byte(t.Name))
+		}
+		dropped++
+	}
+	clear(tools[len(kept):]) // let the dropped tools be collected
+	if dropped > 0 {
+		s.emit(event.ToolsLimited, event.String("reason", reason), event.Int("tools", dropped), event.Int("limit", limit), event.String("sample", sample))
+	}
+	return kept
+}
+
+// depthExceeds reports whether v (decoded JSON) nests objects and arrays
+// deeper than limit. The top-level object counts as depth 1. The walk stops
+// at limit+1, so its cost is bounded by the part of v within the limit.
+func depthExceeds(v any, limit int) bool {
+	type item struct {
+		v     any
+		depth int
+	}
+	stack := []item{{v, 1}}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch x := it.v.(type) {
+		case map[string]any:
+			if it.depth > limit {
+				return true
+			}
+			for _, c := range x {
+				stack = append(stack, item{c, it.depth + 1})
+			}
+		case []any:
+			if it.depth > limit {
+				return true
+			}
+			for _, c := range x {
+				stack = append(stack, item{c, it.depth + 1})
+			}
+		}
+	}
+	return false
+}
+
+// Limit documents one bound the runtime puts on what a server may send or on
+// what it keeps; docs/LIFECYCLE.md's "Limits" section is rendered from
+// Limits.
+type Limit struct {
+	// What is bounded.
+	What string
+	// Default is the default value, rendered from the constant in force.
+	Default string
+	// Config is the server config field that sets it, or "—".
+	Config string
+	// Option is the Options field that sets it, or "—".
+	Option string
+	// Exceeded says what happens past the limit.
+	Exceeded string
+}
+
+// Limits lists every limit, with defaults taken from the constants in force.
+func Limits() []Limit {
+	return []Limit{
+		{"one stdout message or non-JSON line of a stdio server", fmt.Sprintf("%d bytes (16 MiB, go-sdk's own line limit)", DefaultMaxMessageBytes),
+			"`maxMessageBytes` (1024 to 1073741824)", "`MaxMessageBytes` (negative: none)",
+			"`transport.oversized` (limit, json, sample); the connection ends with `stdout ... exceeds the limit of N bytes (starts \"...\")`: calls in flight fail at once with `mcp_connection_lost`, a connect attempt fails (`server.failed`), and the restart policy decides what follows. A non-JSON line is never buffered; a JSON message at most up to the limit."},
+		{"non-JSON lines on a stdio server's stdout (banners, logs, invalid UTF-8)", "none: each is dropped in constant memory", "—", "—",
+			"Dropped; `transport.noise` (lines, bytes, sample) for the 1st, 2nd, 4th, 8th... line of a connection, so a flood costs a few dozen events. The connection goes on."},
+		{"samples of what a server sent (in events and errors)", fmt.Sprintf("%d bytes", wire.SampleBytes), "—", "—",
+			"Cut; invalid UTF-8 and control characters become U+FFFD."},
+		{"stderr kept per process", fmt.Sprintf("last %d bytes", proc.DefaultStderrLimit), "—", "— (`proc.Spec.StderrLimit`)",
+			"Older bytes are discarded as they arrive; stderr is always drained, so a chatty server never blocks on a full pipe. The tail is shown in `server.failed` and the status."},
+		{"tools per server", fmt.Sprintf("%d", DefaultMaxTools), "—", "`MaxTools`",
+			"Listing stops once one more tool arrived (no further pages are requested); the first ones are kept; `tools.limited` reason `too-many`."},
+		{"tool name length", fmt.Sprintf("%d bytes (the MCP specification's name length)", DefaultMaxToolNameBytes), "—", "`MaxToolNameBytes`",
+			"The tool is dropped, the others stay; `tools.limited` reason `name-too-long` with the name's first 200 bytes."},
+		{"input schema nesting", fmt.Sprintf("%d levels of objects and arrays", DefaultMaxSchemaDepth), "—", "`MaxSchemaDepth`",
+			"The tool is dropped, the others stay; `tools.limited` reason `schema-too-deep`. A message nested deeper than 1,000 JSON levels is refused by go-sdk's decoder: the tools/list fails and so does the connect attempt (`server.failed`)."},
+		{"tools/list_changed events per debounce window", fmt.Sprintf("%d `tools.changed`; the window re-arms during its first %d debounce periods", ListChangedEventBurst, ListChangedMaxDelayFactor), "—", "`ListChangedDebounce` (the period)",
+			"Later notifications are absorbed into the window's single refresh; `tools.change_flood` at 100, 1,000, 10,000... notifications. A steady flood cannot postpone the refresh past the re-arm bound."},
+		{"replies whose id matches no call in flight (unknown or duplicate ids)", "none", "—", "—",
+			"Ignored (go-sdk drops them); the connection and the calls go on."},
+		{"event history kept in memory", fmt.Sprintf("%d events", DefaultEventLimit), "—", "`EventLimit` (negative: all)",
+			"A ring: the oldest events are dropped."},
+		{"tool result text", fmt.Sprintf("%d characters", DefaultMaxResultChars), "`maxResultChars`", "`MaxResultChars`",
+			"Truncated with a note of the original size, inside the boundary markers; `tool.truncated`."},
+	}
+}

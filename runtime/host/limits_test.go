@@ -1,0 +1,110 @@
+package host
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestDepthExceeds(t *testing.T) {
+	nest := func(n int) any {
+		var v any = map[string]any{"type": "string"}
+		for range n - 1 {
+			v = map[string]any{"a": v}
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		v     any
+		limit int
+		want  bool
+	}{
+		{nil, 1, false},
+		{"scalar", 0, false},
+		{nest(3), 3, false},
+		{nest(4), 3, true},
+		{[]any{[]any{[]any{}}}, 3, false},
+		{[]any{[]any{[]any{[]any{}}}}, 3, true},
+		{map[string]any{"p": []any{map[string]any{}}}, 2, true},
+	} {
+		if got := depthExceeds(tc.v, tc.limit); got != tc.want {
+			t.Errorf("depthExceeds(%v, %d) = %v", tc.v, tc.limit, got)
+		}
+	}
+}
+
+func TestIsPowerOfTen(t *testing.T) {
+	var got []int
+	for n := range 100_001 {
+		if isPowerOfTen(n) {
+			got = append(got, n)
+		}
+	}
+	if s, _ := json.Marshal(got); string(s) != "[10,100,1000,10000,100000]" {
+		t.Errorf("powers of ten: %s", s)
+	}
+}
+
+// TestToolLimits: too many tools stop the listing, a long name and a deep
+// schema drop their tool, each with tools.limited.
+func TestToolLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMemRuntime(t, map[string]string{"many": "", "odd": ""}, Options{MaxTools: 3})
+		env.servers["many"].tools = func(srv *mcp.Server) {
+			echoTools(srv)
+			for _, n := range []string{"t1", "t2", "t3", "t4"} {
+				srv.AddTool(&mcp.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)}, nil)
+			}
+		}
+		deep := strings.Repeat(`{"type":"object","properties":{"a":`, 40) + `{}` + strings.Repeat("}}", 40)
+		env.servers["odd"].tools = func(srv *mcp.Server) {
+			srv.AddTool(&mcp.Tool{Name: "ok", InputSchema: json.RawMessage(`{"type":"object"}`)}, nil)
+			srv.AddTool(&mcp.Tool{Name: strings.Repeat("n", 300), InputSchema: json.RawMessage(`{"type":"object"}`)}, nil)
+			srv.AddTool(&mcp.Tool{Name: "deep", InputSchema: json.RawMessage(deep)}, nil)
+		}
+		if _, err := env.rt.OpenSession(t.Context(), SessionOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		env.await(t, event.Matcher{Kind: event.ToolsLimited, Server: "many", Attrs: map[string]string{"reason": "too-many", "tools": "4", "limit": "3"}})
+		env.await(t, event.Matcher{Kind: event.ToolsRegistered, Server: "many", Attrs: map[string]string{"tools": "3"}})
+		env.await(t, event.Matcher{Kind: event.ToolsLimited, Server: "odd", Attrs: map[string]string{"reason": "name-too-long", "tools": "1", "limit": "128", "sample": strings.Repeat("n", 200)}})
+		env.await(t, event.Matcher{Kind: event.ToolsLimited, Server: "odd", Attrs: map[string]string{"reason": "schema-too-deep", "tools": "1", "limit": "64", "sample": "deep"}})
+		env.await(t, event.Matcher{Kind: event.ToolsRegistered, Server: "odd", Attrs: map[string]string{"tools": "1", "names": "mcp_odd_ok"}})
+	})
+}
+
+// TestListChangedFloodEvents: a burst of 1,000 notifications emits ten
+// tools.changed and tools.change_flood at 100 and 1,000, and one refresh.
+func TestListChangedFloodEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMemRuntime(t, map[string]string{"a": ""}, Options{})
+		if _, err := env.rt.OpenSession(t.Context(), SessionOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		env.rt.mu.Lock()
+		s := env.rt.servers["a"]
+		env.rt.mu.Unlock()
+		s.mu.Lock()
+		c := s.conn
+		s.mu.Unlock()
+		for range 1000 {
+			s.toolsChanged(c)
+		}
+		if n := env.count(event.ToolsChanged, "a"); n != ListChangedEventBurst {
+			t.Errorf("%d tools.changed, want %d", n, ListChangedEventBurst)
+		}
+		env.await(t, event.Matcher{Kind: event.ToolsChangeFlood, Server: "a", Attrs: map[string]string{"notifications": "100"}})
+		env.await(t, event.Matcher{Kind: event.ToolsChangeFlood, Server: "a", Attrs: map[string]string{"notifications": "1000"}})
+		last := env.rt.Events().Last()
+		if _, err := env.rt.Events().Await(t.Context(), last, event.Matcher{Kind: event.ToolsRegistered, Server: "a"}); err != nil {
+			t.Fatalf("no refresh after the debounce: %v", err)
+		}
+		if n := env.count(event.ToolsChangeFlood, "a"); n != 2 {
+			t.Errorf("%d tools.change_flood, want 2", n)
+		}
+	})
+}

@@ -1,0 +1,326 @@
+// Package wire guards the stdout of a stdio MCP server before go-sdk decodes
+// it.
+//
+// A stdio server's stdout should carry newline-delimited JSON-RPC messages
+// and nothing else, but servers outside the host's control print banners and
+// log lines there, write invalid UTF-8 or send one endless line. go-sdk's
+// decoder treats the first non-JSON byte as the end of the connection and
+// buffers a whole line before it can reject it. A [Reader] sits between the
+// pipe and go-sdk:
+//
+//   - A line whose first non-blank byte is not '{' or '[' (outside a JSON
+//     value) is not JSON-RPC: it is dropped, counted and reported through
+//     [Options.OnNoise] with a sample of its first bytes, in constant memory
+//     whatever its length.
+//   - A JSON value is passed through unchanged; a small scanner tracks its
+//     nesting (strings and escapes included) so that a value spread over
+//     several lines is still one message.
+//   - No message and no dropped line may exceed [Options.MaxMessageBytes]:
+//     the Reader then fails for good with a [*TooLargeError] carrying a
+//     sample, so go-sdk ends the connection instead of buffering more.
+//
+// Samples are at most [SampleBytes] bytes, made valid UTF-8 and stripped of
+// control characters, so they are safe to put in events and logs.
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+)
+
+// DefaultMaxMessageBytes is the limit callers use when none is configured:
+// 16 MiB, go-sdk's own default line limit, so that every server a go-sdk
+// client accepts is accepted here too.
+const DefaultMaxMessageBytes = 16 << 20
+
+// SampleBytes is the most bytes of a line kept as its sample.
+const SampleBytes = 200
+
+// bufSize is the Reader's own buffer.
+const bufSize = 32 << 10
+
+// ErrTooLarge is matched (errors.Is) by every [*TooLargeError].
+var ErrTooLarge = errors.New("message too large")
+
+// TooLargeError reports a stdout message or non-JSON line longer than the
+// limit.
+type TooLargeError struct {
+	// Limit is Options.MaxMessageBytes.
+	Limit int
+	// JSON tells whether the line started as a JSON value; otherwise it was
+	// a non-JSON line that never ended.
+	JSON bool
+	// Sample is the start of the line (see Sample).
+	Sample string
+}
+
+func (e *TooLargeError) Error() string {
+	what := "JSON-RPC message"
+	if !e.JSON {
+		what = "non-JSON line"
+	}
+	return fmt.Sprintf("stdout %s exceeds the limit of %d bytes (starts %q)", what, e.Limit, e.Sample)
+}
+
+// Is makes errors.Is(err, ErrTooLarge) true.
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
+// Noise describes one dropped non-JSON line.
+type Noise struct {
+	// Lines counts the lines dropped so far by this Reader, this one
+	// included.
+	Lines int
+	// Bytes is the length of this line without its newline.
+	Bytes int
+	// Sample is its start (see Sample).
+	Sample string
+}
+
+// Options configures a Reader.
+type Options struct {
+	// MaxMessageBytes bounds a message or a dropped line; zero or less means
+	// no bound.
+	MaxMessageBytes int
+	// OnNoise, if set, is called for every dropped line, from the goroutine
+	// that calls Read.
+	OnNoise func(Noise)
+	// OnTooLarge, if set, is called once when the limit is exceeded, before
+	// Read returns the error.
+	OnTooLarge func(*TooLargeError)
+}
+
+type state int
+
+const (
+	stBetween state = iota // between messages: blanks pass, the next byte decides
+	stValue                // inside a JSON value
+	stNoise                // inside a non-JSON line
+)
+
+// Reader filters a stdio server's stdout; see the package documentation. It
+// supports one reader goroutine; Err and Noise may be called from any.
+type Reader struct {
+	r    io.Reader
+	opts Options
+
+	buf        []byte
+	start, end int
+	rerr       error // error of the underlying reader, returned once buf is empty
+
+	st       state
+	depth    int
+	inString bool
+	escaped  bool
+	size     int    // bytes of the current message or noise line
+	sample   []byte // start of the current line, up to SampleBytes
+
+	mu     sync.Mutex
+	err    error // sticky failure (a *TooLargeError)
+	noise  int   // lines dropped
+	closer io.Closer
+}
+
+// NewReader returns a Reader over r. Close closes r when it is an io.Closer.
+func NewReader(r io.Reader, opts Options) *Reader {
+	g := &Reader{r: r, opts: opts, sample: make([]byte, 0, SampleBytes)}
+	if c, ok := r.(io.Closer); ok {
+		g.closer = c
+	}
+	return g
+}
+
+// Err returns the limit failure, or nil.
+func (g *Reader) Err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
+// NoiseLines returns the number of non-JSON lines dropped so far.
+func (g *Reader) NoiseLines() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.noise
+}
+
+// Close closes the underlying reader if it can be closed.
+func (g *Reader) Close() error {
+	if g.closer != nil {
+		return g.closer.Close()
+	}
+	return nil
+}
+
+// Read implements io.Reader.
+func (g *Reader) Read(p []byte) (int, error) {
+	if err := g.Err(); err != nil {
+		return 0, err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n := 0
+	for n == 0 {
+		if g.start == g.end {
+			if g.rerr != nil {
+				if g.st == stNoise && g.size > 0 {
+					g.endNoise()
+				}
+				return 0, g.rerr
+			}
+			g.fill()
+			continue
+		}
+		var err error
+		n, err = g.scan(p)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (g *Reader) fill() {
+	if g.buf == nil {
+		g.buf = make([]byte, bufSize)
+	}
+	m, err := g.r.Read(g.buf)
+	g.start, g.end = 0, m
+	if err != nil {
+		g.rerr = err
+	}
+}
+
+// scan moves bytes from the buffer into p (messages) or drops them (noise).
+func (g *Reader) scan(p []byte) (int, error) {
+	limit := g.opts.MaxMessageBytes
+	n := 0
+	for g.start < g.end && n < len(p) {
+		b := g.buf[g.start]
+		switch g.st {
+		case stBetween:
+			switch b {
+			case ' ', '\t', '\r', '\n':
+				p[n] = b
+				n++
+				g.start++
+				continue
+			case '{', '[':
+				g.st, g.depth, g.inString, g.escaped = stValue, 0, false, false
+			default:
+				g.st = stNoise
+			}
+			g.size = 0
+			g.sample = g.sample[:0]
+		case stValue:
+			g.start++
+			g.size++
+			g.keep(b)
+			p[n] = b
+			n++
+			g.step(b)
+			if limit > 0 && g.size > limit {
+				return n, g.fail(true)
+			}
+		case stNoise:
+			g.start++
+			if b == '\n' {
+				g.endNoise()
+				g.st = stBetween
+				continue
+			}
+			g.size++
+			g.keep(b)
+			if limit > 0 && g.size > limit {
+				return n, g.fail(false)
+			}
+		}
+	}
+	return n, nil
+}
+
+// step advances the JSON nesting scanner by one byte of a value.
+func (g *Reader) step(b byte) {
+	if g.inString {
+		switch {
+		case g.escaped:
+			g.escaped = false
+		case b == '\\':
+			g.escaped = true
+		case b == '"':
+			g.inString = false
+		}
+		return
+	}
+	switch b {
+	case '"':
+		g.inString = true
+	case '{', '[':
+		g.depth++
+	case '}', ']':
+		g.depth--
+		if g.depth <= 0 {
+			g.st = stBetween
+		}
+	}
+}
+
+func (g *Reader) keep(b byte) {
+	if len(g.sample) < SampleBytes {
+		g.sample = append(g.sample, b)
+	}
+}
+
+func (g *Reader) endNoise() {
+	g.mu.Lock()
+	g.noise++
+	n := Noise{Lines: g.noise, Bytes: g.size, Sample: Sample(g.sample)}
+	g.mu.Unlock()
+	g.size = 0
+	if g.opts.OnNoise != nil {
+		g.opts.OnNoise(n)
+	}
+}
+
+func (g *Reader) fail(json bool) error {
+	e := &TooLargeError{Limit: g.opts.MaxMessageBytes, JSON: json, Sample: Sample(g.sample)}
+	g.mu.Lock()
+	g.err = e
+	g.mu.Unlock()
+	if g.opts.OnTooLarge != nil {
+		g.opts.OnTooLarge(e)
+	}
+	return e
+}
+
+// Sample renders the start of a line for events and logs: at most
+// SampleBytes bytes of input, invalid UTF-8 replaced by U+FFFD, control
+// characters (ANSI escapes included) by U+FFFD too, surrounding blanks
+// trimmed.
+func Sample(b []byte) string {
+	if len(b) > SampleBytes {
+		b = b[:SampleBytes]
+	}
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		b = b[size:]
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			sb.WriteRune(utf8.RuneError)
+		case r == '\t' || r == ' ':
+			sb.WriteByte(' ')
+		case unicode.IsControl(r):
+			sb.WriteRune(utf8.RuneError)
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	return strings.TrimSpace(sb.String())
+}
