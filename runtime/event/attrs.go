@@ -44,7 +44,7 @@ func stopReasons() []string {
 	return []string{"disconnect", "reload", "runtime closed", "session closed", "idle"}
 }
 func errorCodes() []string {
-	return []string{"", "mcp_restart_failed", "mcp_restart_in_progress", "mcp_unavailable", "mcp_connection_lost", "mcp_tool_timeout", "mcp_blocked", "mcp_server_failed"}
+	return []string{"", "mcp_restart_failed", "mcp_restart_in_progress", "mcp_unavailable", "mcp_connection_lost", "mcp_tool_timeout", "mcp_blocked", "mcp_server_failed", "mcp_auth_required"}
 }
 func signalNames() []string {
 	return []string{"ignore-previous", "disregard-previous", "fake-system-role", "chatml-system", "bracket-system", "new-instructions", "claimed-authorization", "mode-switch"}
