@@ -99,7 +99,9 @@ var _ = Spec(Requirement{
 	ID: "CORE-HOSTILE-005", Level: Should, Profile: driver.ProfileCore, Area: "hostile",
 	Statement: "An implementation SHOULD absorb a burst of 10,000 tools/list_changed notifications into a few tools/list requests instead of one per notification.",
 	Source:    Source{hostileSource, "a notification flood (100,000 list_changed) ... debounced refreshes absorb the flood"},
-	Needs:     []driver.Capability{driver.CapListChanged},
+	// The virtual clock keeps the whole flood inside one debounce window, so
+	// the count has a bound the implementation reaches (tools.change_flood).
+	Needs: []driver.Capability{driver.CapListChanged, driver.CapVirtualClock},
 }, func(h *H) {
 	h.startHostile(Knobs{"MCP_FIXTURE_CORRUPT_KIND": "list-changed-flood", "MCP_FIXTURE_FLOOD_COUNT": "10000"})
 	h.Open("main")
