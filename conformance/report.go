@@ -264,7 +264,11 @@ func (r *Result) WriteSummary(w io.Writer) {
 	fmt.Fprintf(&b, "\nbaseline: %d expected failures, %d stale entries; %d not applicable, %d not selected\n",
 		r.Expected, r.Stale, r.NotApplicable, r.Skipped-r.NotApplicable)
 	verdict := "PASS"
-	if !r.OK {
+	switch {
+	case r.OK:
+	case r.Failed == 0 && len(r.SuiteFailures) == 0 && r.Passed+r.Expected == 0:
+		verdict = fmt.Sprintf("FAIL: no requirement ran (%d not applicable, %d not selected): the driver claims none of the selected profiles, or lacks the capabilities they need; a run that checks nothing proves nothing", r.NotApplicable, r.Skipped-r.NotApplicable)
+	default:
 		verdict = "FAIL"
 	}
 	fmt.Fprintf(&b, "conformance %s\n", verdict)
