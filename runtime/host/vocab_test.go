@@ -22,7 +22,7 @@ func TestEventValuesMirrorConstants(t *testing.T) {
 		{"transport", event.TransportValues(), []string{string(config.Stdio), string(config.HTTP), string(config.SSE)}},
 		{"policy", event.PolicyValues(), []string{backoff.Relentless, backoff.Once, backoff.Bounded, backoff.Never}},
 		{"step", event.StopStepValues(), []string{proc.StepStdinClosed, proc.StepTerm, proc.StepKill, "session-close", "sockets-closed"}},
-		{"code", event.CodeValues(), []string{"", CodeRestartFailed, CodeRestartInProgress, CodeUnavailable, CodeConnectionLost, CodeToolTimeout, CodeBlocked, CodeFailed}},
+		{"code", event.CodeValues(), []string{"", CodeRestartFailed, CodeRestartInProgress, CodeUnavailable, CodeConnectionLost, CodeToolTimeout, CodeBlocked, CodeFailed, CodeAuthRequired}},
 		{"signals", event.SignalValues(), bridge.SignalNames()},
 	} {
 		if !slices.Equal(tc.doc, tc.code) {
