@@ -34,6 +34,8 @@ const RequireNodeEnv = "MCPLIFE_REQUIRE_NODE"
 // nonAuth are the client scenarios that must pass (and not vacuously).
 var nonAuth = []string{"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"}
 
+// TestMain checks for goroutine leaks (goleak) and leftover processes
+// through proctest.Main.
 func TestMain(m *testing.M) { proctest.Main(m) }
 
 // scenarioResult counts the scored checks of one scenario's checks.json.

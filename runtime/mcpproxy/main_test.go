@@ -29,6 +29,8 @@ type proxyArgs struct {
 	ControlFile string
 }
 
+// TestMain lets the test binary play a proxy child, then checks for
+// goroutine leaks (goleak) and leftover processes through proctest.Main.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
