@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,7 +33,6 @@ flags:
 // runBench implements `harness bench`.
 func runBench(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("harness bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var cfg bench.Config
 	fs.IntVar(&cfg.Runs, "runs", bench.DefaultRuns, "repetitions of every workload")
 	fs.IntVar(&cfg.StartupServers, "servers", bench.DefaultStartupServers, "servers of the startup workload")
@@ -51,15 +49,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("q", false, "no progress lines")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (this process, not the fixtures) to `FILE`")
 	fixtureCmd := fs.String("fixture", "", "command line that starts the fixture MCP server (default: this binary, \"harness fixture\")")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, benchUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "harness bench: %v (harness bench -h lists the flags)\n", err)
-		return 2
+	if code := parseFlags(fs, args, benchUsage, stdout, stderr); code >= 0 {
+		return code
 	}
 	if *compare {
 		if fs.NArg() != 2 {

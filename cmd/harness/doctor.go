@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -66,7 +65,6 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 // runDoctorContext is runDoctor with the context that ends -watch.
 func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("harness doctor", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var files stringList
 	fs.Var(&files, "config", "check this config `FILE` instead of discovering (repeatable; earlier files win)")
 	dir := fs.String("dir", "", "project directory for discovery (default: the current directory)")
@@ -78,15 +76,8 @@ func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writ
 	width := fs.Int("width", 0, "terminal width (default: $COLUMNS, else 100)")
 	stderrLines := fs.Int("stderr-lines", 5, "stderr lines shown for a failed server")
 	eventsFile := fs.String("events", "", "write every lifecycle event to `FILE` (JSON lines) when done, for harness timeline")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, doctorUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "harness doctor: %v (harness doctor -h lists the flags)\n", err)
-		return 2
+	if code := parseFlags(fs, args, doctorUsage, stdout, stderr); code >= 0 {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "harness doctor: unexpected argument %q (config files go after -config)\n", fs.Arg(0))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -52,7 +51,6 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 // runProxy implements `harness proxy`.
 func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("harness proxy", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var faults multiFlag
 	fs.Var(&faults, "fault", "install `RULE` at start (repeatable)")
 	faultsFile := fs.String("faults", "", "install the rules of `FILE` (one per line, # comments) at start")
@@ -63,15 +61,8 @@ func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1:0", "with -upstream: the loopback `ADDR` to serve on")
 	addrFile := fs.String("addr-file", "", "with -upstream: write the chosen host:port to `FILE`")
 	grace := fs.Duration("stop-grace", mcpproxy.DefaultStopGrace, "how long to wait for the upstream at each step of stopping it (stdin closed, SIGTERM, SIGKILL)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, proxyUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "harness proxy: %v (harness proxy -h lists the flags)\n", err)
-		return 2
+	if code := parseFlags(fs, args, proxyUsage, stdout, stderr); code >= 0 {
+		return code
 	}
 	var rules []mcpproxy.Rule
 	if *faultsFile != "" {

@@ -45,7 +45,6 @@ flags:
 // runRecord implements `harness record`.
 func runRecord(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("harness record", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	cfgFile := fs.String("config", "", "the config `FILE` whose servers are recorded (required)")
 	out := fs.String("o", "", "write the trace to `TRACE` (required)")
 	var calls, faults multiFlag
@@ -55,15 +54,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	gate := fs.Duration("startup-gate", 30*time.Second, "how long session start waits for the servers to connect")
 	probe := fs.Duration("probe-timeout", host.DefaultProbeTimeout, "timeout of each health probe step")
 	jsonOut := fs.Bool("json", false, "print the summary as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, recordUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "harness record: %v (harness record -h lists the flags)\n", err)
-		return 2
+	if code := parseFlags(fs, args, recordUsage, stdout, stderr); code >= 0 {
+		return code
 	}
 	if *cfgFile == "" || *out == "" || fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "harness record: -config FILE and -o TRACE are required, and nothing else (harness record -h)\n")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,18 +31,10 @@ flags:
 // runRepro implements `harness repro`.
 func runRepro(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("harness repro", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	out := fs.String("o", "", "write the scenario to `FILE` (default: stdout); its name must be NNN-slug.txtar")
 	name := fs.String("name", "", "the scenario's `NNN-slug` for its header (default: from -o, else 900-recorded-session)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, reproUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "harness repro: %v (harness repro -h lists the flags)\n", err)
-		return 2
+	if code := parseFlags(fs, args, reproUsage, stdout, stderr); code >= 0 {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintf(stderr, "harness repro: want exactly one TRACE argument (harness repro -h)\n")

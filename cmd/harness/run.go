@@ -37,7 +37,6 @@ flags:
 // runScenarios implements `harness run`.
 func runScenarios(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("harness run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	runPattern := fs.String("run", "", "run only the scenarios whose name (NNN-slug) matches this regular expression")
 	impl := fs.String("impl", "", "driver command line of the implementation under test, e.g. 'node my-driver.js' (default: the reference runtime, in process)")
 	jsonFile := fs.String("json", "", "write the results as JSON to `FILE`")
@@ -51,15 +50,8 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	timelineDir := fs.String("timeline", "", "write a timeline of every scenario to `DIR`: NNN-slug.svg, .html and the events as .jsonl")
 	dir := fs.String("dir", "", "run the scenario files (NNN-slug.txtar) of `DIR` instead of the embedded catalog, e.g. one written by harness repro")
 	shardFlag := fs.String("shard", "", "run only shard `I/N` of the selected scenarios (sorted by name, index modulo N); merge the -json reports with harness merge-reports")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, runUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "harness run: %v (harness run -h lists the flags)\n", err)
-		return 2
+	if code := parseFlags(fs, args, runUsage, stdout, stderr); code >= 0 {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "harness run: unexpected argument %q (select scenarios with -run REGEX)\n", fs.Arg(0))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,21 +33,13 @@ flags:
 // runTimeline implements `harness timeline`.
 func runTimeline(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("harness timeline", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	out := fs.String("o", "", "write the picture to `FILE` (\"-\": standard output); only with one TRACE")
 	format := fs.String("format", "", "svg or html (default: from -o's extension, else svg)")
 	title := fs.String("title", "", "title of the picture (default: the trace's file name)")
 	axis := fs.String("axis", "", "name of the time axis (default: \"time since the first event\")")
 	width := fs.Int("width", 0, "width of the picture in pixels (default 1200)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, timelineUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "harness timeline: %v (harness timeline -h lists the flags)\n", err)
-		return 2
+	if code := parseFlags(fs, args, timelineUsage, stdout, stderr); code >= 0 {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprint(stderr, "harness timeline: no TRACE given\n"+strings.SplitN(timelineUsage, "\n", 2)[0]+"\n")
