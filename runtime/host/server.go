@@ -111,7 +111,7 @@ func (s *server) notifyLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	for sess := range s.listeners {
-		sess.poke()
+		sess.poke(s)
 	}
 }
 

@@ -26,9 +26,11 @@ type Session struct {
 	tools      *bridge.Registry
 	collisions map[string]bool
 	report     StartReport
-	wake       chan struct{} // poked when a server of this session changes
 	calls      int
 	closed     bool
+
+	watchMu sync.Mutex
+	watches map[*gateWatch]struct{} // the startup gates waiting now
 }
 
 // SessionOptions configures OpenSession.
@@ -71,7 +73,7 @@ func (rt *Runtime) OpenSession(ctx context.Context, opts SessionOptions) (*Sessi
 		private:    make(map[string]*server),
 		tools:      bridge.NewRegistry(),
 		collisions: make(map[string]bool),
-		wake:       make(chan struct{}, 1),
+		watches:    make(map[*gateWatch]struct{}),
 	}
 	rt.sessions[sess] = struct{}{}
 	rt.mu.Unlock()
@@ -176,27 +178,50 @@ func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) 
 	start := g.start
 	gateC := g.c
 	expired := gateC == nil
-	for {
-		pending := 0
-		holding := 0
-		for _, s := range entries {
-			s.mu.Lock()
-			settled := s.settledLocked()
-			deferred := s.deferred && len(s.published) > 0
-			s.mu.Unlock()
-			if settled {
-				continue
-			}
+
+	// The gate re-checks only the servers that changed since it last
+	// looked, so a start over n servers costs O(n) checks, not O(n²).
+	w := sess.watch()
+	defer sess.unwatch(w)
+	type look struct{ pending, holding bool }
+	looks := make(map[*server]*look, len(entries))
+	pending, holding := 0, 0
+	check := func(s *server) {
+		l := looks[s]
+		if l == nil {
+			return // not a server of this start
+		}
+		s.mu.Lock()
+		settled := s.settledLocked()
+		deferred := s.deferred && len(s.published) > 0
+		s.mu.Unlock()
+		if l.pending {
+			pending--
+		}
+		if l.holding {
+			holding--
+		}
+		l.pending = !settled
+		l.holding = !settled && !deferred && !rt.opts.LateRegistration
+		if l.pending {
 			pending++
-			if !deferred && !rt.opts.LateRegistration {
-				holding++
-			}
 		}
-		if pending == 0 || (expired && holding == 0) {
-			break
+		if l.holding {
+			holding++
 		}
+	}
+	for _, s := range entries {
+		looks[s] = &look{}
+	}
+	for _, s := range entries {
+		check(s)
+	}
+	for pending > 0 && (!expired || holding > 0) {
 		select {
-		case <-sess.wake:
+		case <-w.wake:
+			for _, s := range sess.changes(w) {
+				check(s)
+			}
 		case <-gateC:
 			expired = !rt.faults.on(faultGateWaitsForAll)
 			gateC = nil
@@ -238,11 +263,52 @@ func (sess *Session) emit(server string, kind event.Kind, attrs ...event.Attr) {
 	sess.rt.events.EmitSession(sess.name, server, kind, attrs...)
 }
 
-// poke wakes the gate; it never blocks.
-func (sess *Session) poke() {
-	select {
-	case sess.wake <- struct{}{}:
-	default:
+// gateWatch collects the servers of a session that changed while one
+// startup gate waits on them.
+type gateWatch struct {
+	wake    chan struct{} // a token when changed is not empty
+	changed map[*server]struct{}
+}
+
+// changes returns the servers changed since w's last call and forgets them.
+func (sess *Session) changes(w *gateWatch) []*server {
+	sess.watchMu.Lock()
+	defer sess.watchMu.Unlock()
+	out := make([]*server, 0, len(w.changed))
+	for s := range w.changed {
+		out = append(out, s)
+	}
+	clear(w.changed)
+	return out
+}
+
+// watch registers a gate's watch of the session's servers.
+func (sess *Session) watch() *gateWatch {
+	w := &gateWatch{wake: make(chan struct{}, 1), changed: map[*server]struct{}{}}
+	sess.watchMu.Lock()
+	sess.watches[w] = struct{}{}
+	sess.watchMu.Unlock()
+	return w
+}
+
+// unwatch ends a watch.
+func (sess *Session) unwatch(w *gateWatch) {
+	sess.watchMu.Lock()
+	delete(sess.watches, w)
+	sess.watchMu.Unlock()
+}
+
+// poke records that s changed and wakes every gate waiting; it never
+// blocks. It runs with s.mu held.
+func (sess *Session) poke(s *server) {
+	sess.watchMu.Lock()
+	defer sess.watchMu.Unlock()
+	for w := range sess.watches {
+		w.changed[s] = struct{}{}
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
