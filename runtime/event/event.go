@@ -32,37 +32,66 @@ type Event struct {
 	Attrs map[string]any `json:"attrs,omitempty"`
 }
 
-// Attr is one attribute of an Event.
+// Attr is one attribute of an Event. It holds its value unboxed, so an
+// emit allocates nothing per attribute until the event is read.
 type Attr struct {
-	Key   string
-	Value any
+	Key  string
+	str  string
+	num  int64
+	kind attrKind
+}
+
+// attrKind is the type of an Attr's value.
+type attrKind uint8
+
+const (
+	attrString attrKind = iota
+	attrInt
+	attrBool
+)
+
+// Value returns the attribute's value: a string, an int64 or a bool.
+func (a Attr) Value() any {
+	switch a.kind {
+	case attrInt:
+		return a.num
+	case attrBool:
+		return a.num != 0
+	}
+	return a.str
 }
 
 // String returns a string attribute.
-func String(k, v string) Attr { return Attr{k, v} }
+func String(k, v string) Attr { return Attr{Key: k, str: v} }
 
 // Int returns an integer attribute.
-func Int(k string, v int) Attr { return Attr{k, int64(v)} }
+func Int(k string, v int) Attr { return Attr{Key: k, num: int64(v), kind: attrInt} }
 
 // Int64 returns an integer attribute.
-func Int64(k string, v int64) Attr { return Attr{k, v} }
+func Int64(k string, v int64) Attr { return Attr{Key: k, num: v, kind: attrInt} }
 
 // Bool returns a boolean attribute.
-func Bool(k string, v bool) Attr { return Attr{k, v} }
+func Bool(k string, v bool) Attr {
+	a := Attr{Key: k, kind: attrBool}
+	if v {
+		a.num = 1
+	}
+	return a
+}
 
 // Millis returns a duration attribute in milliseconds; k should end in "_ms".
-func Millis(k string, d time.Duration) Attr { return Attr{k, d.Milliseconds()} }
+func Millis(k string, d time.Duration) Attr { return Int64(k, d.Milliseconds()) }
 
 // Err returns an "error" attribute with err's message, or "" for nil.
 func Err(err error) Attr {
 	if err == nil {
-		return Attr{"error", ""}
+		return String("error", "")
 	}
-	return Attr{"error", err.Error()}
+	return String("error", err.Error())
 }
 
-// Strings returns a string attribute joining vs with commas.
-func Strings(k string, vs []string) Attr { return Attr{k, strings.Join(vs, ",")} }
+// Strings returns a list attribute, comma-separated.
+func Strings(k string, vs []string) Attr { return String(k, strings.Join(vs, ",")) }
 
 // Get returns the attribute k formatted as a string, and whether it exists.
 func (e Event) Get(k string) (string, bool) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -21,7 +22,9 @@ func TestEmitStampsVirtualTime(t *testing.T) {
 	r := NewRecorder(RecorderOptions{Clock: c})
 	r.Emit("a", ServerConnecting)
 	c.Advance(1500 * time.Millisecond)
-	e := r.Emit("a", ServerConnected, Int("tools", 3))
+	r.Emit("a", ServerConnected, Int("tools", 3))
+	evs := r.Events()
+	e := evs[len(evs)-1]
 	if e.Seq != 2 || e.At != 1500*time.Millisecond {
 		t.Fatalf("event = %+v", e)
 	}
@@ -144,5 +147,33 @@ func TestJSONLRoundTripExactAndStringOneLine(t *testing.T) {
 	s := e.String()
 	if want := `+0.000s server.connected server="a\nb" session="s\r1" big=9007199254740993 empty="" f=1.5 max=9223372036854775807 min=-9223372036854775808 plain=ok s="x\ry" whole=3`; s != want {
 		t.Errorf("String() = %s\nwant        %s", s, want)
+	}
+}
+
+// TestHistoryKeepsAttributesOfUnreadEvents: an event nobody read at emit
+// time (no subscriber, no logger) keeps its attributes for later readers,
+// also once the ring has wrapped, and a subscriber sees them at once.
+func TestHistoryKeepsAttributesOfUnreadEvents(t *testing.T) {
+	r := NewRecorder(RecorderOptions{Clock: clocktest.New(), Limit: 3})
+	for i := range 5 {
+		r.Emit("a", ToolCallStarted, String("call", fmt.Sprint("c", i)), Int("n", i))
+	}
+	evs := r.Events()
+	if len(evs) != 3 {
+		t.Fatalf("%d events kept, want 3", len(evs))
+	}
+	for i, e := range evs {
+		if e.Attrs["call"] != fmt.Sprint("c", i+2) || e.Attrs["n"] != int64(i+2) {
+			t.Errorf("event %d: attrs %v", i, e.Attrs)
+		}
+	}
+	ch, cancel := r.Subscribe(4)
+	defer cancel()
+	r.Emit("a", ToolCallFinished, String("outcome", "ok"))
+	if e := <-ch; e.Attrs["outcome"] != "ok" || e.Seq != 6 {
+		t.Errorf("subscriber got %+v", e)
+	}
+	if n := r.Count(Matcher{Kind: ToolCallStarted, Attrs: map[string]string{"call": "c4"}}); n != 1 {
+		t.Errorf("Count = %d, want 1", n)
 	}
 }

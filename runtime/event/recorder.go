@@ -23,8 +23,8 @@ type Recorder struct {
 
 	mu     sync.Mutex
 	seq    uint64
-	events []Event // a ring of at most limit events when limit > 0
-	head   int     // index of the oldest event once the ring is full
+	events []record // a ring of at most limit events when limit > 0
+	head   int      // index of the oldest event once the ring is full
 	// changed is closed by the next emit; nil while nobody awaits, so an
 	// emit nobody waits for allocates no channel.
 	changed chan struct{}
@@ -58,25 +58,53 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 	}
 }
 
-// Emit records an event and returns it.
-func (r *Recorder) Emit(server string, kind Kind, attrs ...Attr) Event {
-	return r.EmitSession("", server, kind, attrs...)
+// Emit records an event.
+func (r *Recorder) Emit(server string, kind Kind, attrs ...Attr) {
+	r.EmitSession("", server, kind, attrs...)
+}
+
+// record is one event of the history. Its attributes stay the slice they
+// were emitted with until a reader needs the event: an emit that nobody
+// reads at once (no subscriber, no logger that wants it) builds no map,
+// which is most of what an event costs on a tool call's path.
+type record struct {
+	e     Event  // Attrs is nil until the event is read
+	attrs []Attr // the attributes as emitted; nil once e.Attrs is built
+}
+
+// event returns the record's event, building its attribute map once; r.mu
+// must be held.
+func (rec *record) event() Event {
+	if rec.attrs != nil {
+		rec.e.Attrs = make(map[string]any, len(rec.attrs))
+		for _, a := range rec.attrs {
+			rec.e.Attrs[a.Key] = a.Value()
+		}
+		rec.attrs = nil
+	}
+	return rec.e
 }
 
 // EmitSession records an event that concerns a session.
-func (r *Recorder) EmitSession(session, server string, kind Kind, attrs ...Attr) Event {
-	e := Event{Server: server, Session: session, Kind: kind}
+func (r *Recorder) EmitSession(session, server string, kind Kind, attrs ...Attr) {
+	rec := record{e: Event{Server: server, Session: session, Kind: kind}}
 	if len(attrs) > 0 {
-		e.Attrs = make(map[string]any, len(attrs))
-		for _, a := range attrs {
-			e.Attrs[a.Key] = a.Value
-		}
+		rec.attrs = slices.Clone(attrs)
 	}
+	// Check Enabled first: building and boxing e for a logger that drops
+	// it would cost allocations on every emit.
+	ctx := context.Background()
+	level := levelOf(kind)
+	logged := r.logger != nil && r.logger.Enabled(ctx, level)
 	r.mu.Lock()
 	r.seq++
-	e.Seq = r.seq
-	e.At = r.clock.Since(r.start)
-	r.push(e)
+	rec.e.Seq = r.seq
+	rec.e.At = r.clock.Since(r.start)
+	var e Event
+	if logged || len(r.subs) > 0 {
+		e = rec.event()
+	}
+	r.push(rec)
 	if r.changed != nil {
 		close(r.changed)
 		r.changed = nil
@@ -85,15 +113,9 @@ func (r *Recorder) EmitSession(session, server string, kind Kind, attrs ...Attr)
 		s.push(e)
 	}
 	r.mu.Unlock()
-	// Check Enabled first: boxing e for a logger that drops it would cost
-	// an allocation on every emit.
-	if r.logger != nil {
-		ctx := context.Background()
-		if level := levelOf(kind); r.logger.Enabled(ctx, level) {
-			r.logger.Log(ctx, level, string(kind), "event", e)
-		}
+	if logged {
+		r.logger.Log(ctx, level, string(kind), "event", e)
 	}
-	return e
 }
 
 func levelOf(k Kind) slog.Level {
@@ -122,7 +144,7 @@ func (r *Recorder) Events() []Event {
 // push appends e to the history. A bounded recorder keeps its history in a
 // ring of exactly limit events, so memory stays flat and each emit is O(1).
 // r.mu must be held.
-func (r *Recorder) push(e Event) {
+func (r *Recorder) push(e record) {
 	if r.limit <= 0 || len(r.events) < r.limit {
 		r.events = append(r.events, e)
 		return
@@ -135,7 +157,7 @@ func (r *Recorder) push(e Event) {
 // held.
 func (r *Recorder) each(f func(Event) bool) {
 	for i := range r.events {
-		if !f(r.events[(r.head+i)%len(r.events)]) {
+		if !f(r.events[(r.head+i)%len(r.events)].event()) {
 			return
 		}
 	}

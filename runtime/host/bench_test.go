@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -33,9 +34,22 @@ import (
 //
 // ns/op is the time of one raw call plus one session call. -bench.batch sets
 // the calls per side per round (default 10).
+//
+// Garbage collection: one go-sdk call allocates about 360 KB (its JSON
+// decoder), so with the collector running freely a collection lands in
+// nearly every round, on whichever side happens to cross the heap goal,
+// and single rounds range from 0.3x to 3x. By default the collector is
+// therefore paused while a round is timed and run between rounds, outside
+// the timing, so that neither side pays for the other's garbage; each
+// side's garbage is reported apart (B/call, allocs/call: the Session adds
+// under 1%). -bench.gc=free measures with the collector running as usual.
 
 // benchBatch is the number of calls per side per round.
 var benchBatch = flag.Int("bench.batch", 10, "calls per side per round of the interleaved benchmarks")
+
+// benchGC says when the interleaved benchmarks collect garbage: "rounds"
+// (between rounds, outside the timing) or "free" (as usual).
+var benchGC = flag.String("bench.gc", "rounds", "garbage collection in the interleaved benchmarks: rounds (between rounds, untimed) or free")
 
 // discardLogger is the logger both sides of a comparison use.
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -71,8 +85,18 @@ func interleave(b *testing.B, raw, sess func() error) {
 		}
 		return time.Since(start)
 	}
+	betweenRounds := func() {}
+	switch *benchGC {
+	case "rounds":
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+		betweenRounds = runtime.GC
+	case "free":
+	default:
+		b.Fatalf("-bench.gc=%q: want rounds or free", *benchGC)
+	}
 	b.ResetTimer()
 	for r := range rounds {
+		betweenRounds()
 		var dr, ds time.Duration
 		if r%2 == 0 {
 			dr = batch(raw)
@@ -100,7 +124,7 @@ func interleave(b *testing.B, raw, sess func() error) {
 		return // the probe run of b.N=1; testing keeps only ~10 log lines
 	}
 	var t strings.Builder
-	fmt.Fprintf(&t, "%d rounds of %d calls per side, interleaved\n", rounds, batchN)
+	fmt.Fprintf(&t, "%d rounds of %d calls per side, interleaved, garbage collected %s\n", rounds, batchN, map[string]string{"rounds": "between rounds", "free": "freely"}[*benchGC])
 	fmt.Fprintf(&t, "%-8s %14s %12s %10s\n", "side", "ns/call(med)", "allocs/call", "B/call")
 	fmt.Fprintf(&t, "%-8s %14.0f %12.1f %10.0f\n", "raw", summarize(rawNs).median, rawAllocs, rawBytes)
 	fmt.Fprintf(&t, "%-8s %14.0f %12.1f %10.0f\n", "session", summarize(sessNs).median, sessAllocs, sessBytes)
