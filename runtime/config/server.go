@@ -114,11 +114,42 @@ type Source struct {
 	Provider string `json:"provider"` // "mcplife", "claude", "cursor", "vscode", "mcp.json", "inline"
 }
 
-// Auth is a server's authentication block.
+// Auth is a server's authentication block. With Grant empty, the runtime
+// only injects the token of CredentialID and refreshes it through the
+// credential store; with a Grant it runs that OAuth flow itself (go-sdk's
+// handlers) when the server answers 401 or 403.
 type Auth struct {
 	Type         string `json:"type"`                   // "oauth"
 	CredentialID string `json:"credentialId,omitempty"` // key into a CredentialStore
+	// Grant is the OAuth flow the runtime runs: GrantAuthorizationCode,
+	// GrantClientCredentials, or "" (token injection only).
+	Grant string `json:"grant,omitempty"`
+	// ClientID is a pre-registered client id.
+	ClientID string `json:"clientId,omitempty"`
+	// ClientSecret names where the pre-registered client's secret comes
+	// from: an environment variable name (or ${NAME}) or a "!command"; it is
+	// resolved at connect time (Resolved.ClientSecret), never stored here.
+	ClientSecret string `json:"clientSecret,omitempty"`
+	// ClientMetadataURL is the client's id metadata document URL (an https
+	// URL with a path), used when the authorization server supports it.
+	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
+	// DynamicRegistration allows dynamic client registration (RFC 7591)
+	// when the authorization server offers it (default true).
+	DynamicRegistration bool `json:"dynamicRegistration,omitempty"`
+	// RedirectURI is the redirect URI of the authorization-code flow; ""
+	// means the host's default (host.Options.OAuthRedirectURL).
+	RedirectURI string `json:"redirectUri,omitempty"`
+	// OfflineAccess asks for a refresh token: offline_access is requested
+	// when the authorization server lists it, and dynamic registration
+	// announces the refresh_token grant.
+	OfflineAccess bool `json:"offlineAccess,omitempty"`
 }
+
+// The OAuth grants of Auth.Grant.
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+)
 
 // RestartPolicy names how a server is restarted after a failure.
 type RestartPolicy string
