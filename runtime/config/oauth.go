@@ -89,7 +89,7 @@ func (c *entryCheck) oauthFlow(a jval, auth *Auth) {
 		if _, _, ok := SecretRef(auth.ClientSecret); !ok {
 			c.fail("auth.clientSecret", sec.off, "must name an environment variable (NAME or ${NAME}) or be a !command; a secret written into the config is not accepted")
 		}
-		if auth.ClientID == "" {
+		if auth.ClientID == "" && auth.Grant == GrantAuthorizationCode {
 			c.fail("auth.clientSecret", sec.off, `needs "clientId" (the pre-registered client the secret belongs to)`)
 		}
 	}
