@@ -47,7 +47,12 @@
 // with "url"; stdio without "command"; http/sse without "url", or a url that
 // is not an absolute http(s) URL after expansion; wrong types for command,
 // args, env (and env names with '='), cwd, url, headers, auth, includeTools,
-// excludeTools; "auth" whose type is not "oauth"; "restart" not
+// excludeTools; "auth" whose type is not "oauth"; an "auth" grant that is
+// not authorization_code/client_credentials, its fields without a grant, a
+// client_credentials grant without clientId and clientSecret, a clientSecret
+// that is not an environment variable name or !command, a clientMetadataUrl
+// that is not https with a path, a redirectUri that is not absolute, an
+// authorization_code grant with no way to register the client; "restart" not
 // relentless/once/bounded/never; "healthProbe" not ping/tools-list. These change
 // what runs, where it connects or which tools are exposed, so guessing is
 // worse than skipping.
@@ -59,7 +64,8 @@
 // number >= 0 (default); "restartDelays" not a non-empty array of numbers
 // >= 0 (the policy's delays); "maxResultChars" not a whole number > 0
 // (default); "maxMessageBytes" not a whole number from 1024 to 1073741824
-// (default); an oauth "auth" without "credentialId" (no token injected).
+// (default); an oauth "auth" without "credentialId" nor "grant" (no token
+// injected); registration fields of a client_credentials grant (ignored).
 // Every fallback is the safe value. A JSON null counts as an absent field.
 // Unknown fields are ignored and kept in Server.Raw.
 //
