@@ -371,3 +371,41 @@ func TestOAuthCallbackError(t *testing.T) {
 		t.Fatalf("state %s", st.State)
 	}
 }
+
+// TestOAuthRevokedTokenOneFlow: when the server revokes the token, calls in
+// flight that meet 401 share one new flow (one flow at a time per server;
+// a request sent before a flow that succeeded meanwhile only retries), and
+// the server never leaves state ready.
+func TestOAuthRevokedTokenOneFlow(t *testing.T) {
+	o := newOAuthServer(t)
+	e, sess := oauthEnv(t, o, `{"type":"oauth","grant":"authorization_code"}`, Options{Authorize: followRedirect})
+	e.await(m(event.ServerConnected, "fx"))
+	o.mu.Lock()
+	clear(o.tokens)
+	o.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i := range 4 {
+		wg.Go(func() {
+			res, err := sess.CallTool(t.Context(), "mcp_fx_echo", map[string]any{"text": fmt.Sprint(i)})
+			if err == nil && !strings.Contains(res.Text, fmt.Sprint("echo: ", i)) {
+				err = fmt.Errorf("call %d: %q", i, res.Text)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := o.hit("authorize"); n != 2 {
+		t.Fatalf("%d authorization requests, want 2 (the first and one after the revocation)", n)
+	}
+	if st := e.status("fx"); st.State != StateConnected {
+		t.Fatalf("state %s", st.State)
+	}
+	checkNoSecrets(t, e, o.issued()...)
+}
