@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -21,6 +23,81 @@ import (
 // conformance runner (@modelcontextprotocol/conformance) passes the client
 // scenario to run.
 const ScenarioEnv = "MCP_CONFORMANCE_SCENARIO"
+
+// ContextEnv names the environment variable in which the official runner
+// passes a scenario's JSON context (client credentials for the auth
+// scenarios that need a pre-registered client).
+const ContextEnv = "MCP_CONFORMANCE_CONTEXT"
+
+// secretVar is the environment name under which mcp-client hands the
+// context's client secret to the runtime (auth.clientSecret names it).
+const secretVar = "MCP_CONFORMANCE_CLIENT_SECRET"
+
+// conformanceCIMD is the client id metadata document URL the official
+// suite's auth scenarios expect.
+const conformanceCIMD = "https://conformance-test.local/client-metadata.json"
+
+// conformanceRedirect is the redirect URI mcp-client registers; the
+// headless authorize callback never listens on it, it reads the redirect.
+const conformanceRedirect = "http://localhost:3000/callback"
+
+// authBlock returns the "auth" config of an auth/* scenario: the grant the
+// scenario's server expects (client_credentials for the
+// auth/client-credentials-* ones, the authorization-code flow otherwise),
+// the pre-registered client of the scenario's context if any, a client id
+// metadata document and dynamic registration as the other ways to register.
+// The secret stays out of the config: auth.clientSecret names secretVar.
+func authBlock(scenario string, ctxVals map[string]any) map[string]any {
+	if !strings.HasPrefix(scenario, "auth/") {
+		return nil
+	}
+	a := map[string]any{"type": "oauth", "grant": config.GrantAuthorizationCode}
+	if strings.HasPrefix(scenario, "auth/client-credentials") {
+		a["grant"] = config.GrantClientCredentials
+	} else {
+		a["clientMetadataUrl"] = conformanceCIMD
+		a["redirectUri"] = conformanceRedirect
+		a["offlineAccess"] = true
+	}
+	if id, ok := ctxVals["client_id"].(string); ok && id != "" {
+		a["clientId"] = id
+		if sec, ok := ctxVals["client_secret"].(string); ok && sec != "" {
+			a["clientSecret"] = "${" + secretVar + "}"
+		}
+	}
+	return a
+}
+
+// headlessAuthorize is the authorize callback of a host without a UI that
+// talks to an authorization server which redirects at once (the official
+// suite's mock): it fetches the authorization URL and reads code, state and
+// iss from the redirect instead of following it.
+func headlessAuthorize(ctx context.Context, req host.AuthorizeRequest) (host.AuthorizeResult, error) {
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, req.URL, nil)
+	if err != nil {
+		return host.AuthorizeResult{}, err
+	}
+	resp, err := client.Do(r)
+	if err != nil {
+		return host.AuthorizeResult{}, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return host.AuthorizeResult{}, fmt.Errorf("the authorization endpoint answered HTTP %d without a redirect", resp.StatusCode)
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		return host.AuthorizeResult{}, fmt.Errorf("redirect: %w", err)
+	}
+	q := u.Query()
+	if e := q.Get("error"); e != "" {
+		return host.AuthorizeResult{}, fmt.Errorf("the authorization server refused: %s", e)
+	}
+	return host.AuthorizeResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+}
 
 // clientScenario is what the client does in one official client scenario
 // once the server is connected and its tools are listed: the tool to call
@@ -117,13 +194,30 @@ func runMCPClient(args []string, stdout, stderr io.Writer) int {
 
 func mcpClientRun(ctx context.Context, scenario, url string, verbose bool, stderr io.Writer) (*mcpClientReport, error) {
 	rep := &mcpClientReport{Scenario: scenario, URL: url, Tools: []string{}, Events: []string{}}
-	entry, err := json.Marshal(map[string]any{
+	var ctxVals map[string]any
+	if raw := os.Getenv(ContextEnv); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &ctxVals); err != nil {
+			return rep, fmt.Errorf("$%s: %w", ContextEnv, err)
+		}
+	}
+	cfg := map[string]any{
 		"type": "http", "url": url,
 		"elicitation": string(config.ElicitationDefaults),
 		"restart":     string(config.RestartNever),
-	})
+	}
+	if a := authBlock(scenario, ctxVals); a != nil {
+		cfg["auth"] = a
+	}
+	entry, err := json.Marshal(cfg)
 	if err != nil {
 		return rep, err
+	}
+	env := func(k string) (string, bool) {
+		if k == secretVar {
+			sec, ok := ctxVals["client_secret"].(string)
+			return sec, ok
+		}
+		return os.LookupEnv(k)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if verbose {
@@ -138,7 +232,8 @@ func mcpClientRun(ctx context.Context, scenario, url string, verbose bool, stder
 	rt, err := host.New(host.Options{
 		Logger: logger,
 		// Only the inline server: an empty home keeps the user's files out.
-		Discovery:   config.Options{HomeDir: home, Inline: map[string]json.RawMessage{name: entry}},
+		Discovery:   config.Options{HomeDir: home, Inline: map[string]json.RawMessage{name: entry}, Env: env},
+		Authorize:   headlessAuthorize,
 		StartupGate: 24 * time.Hour, // the context bounds the start instead
 	})
 	if err != nil {
@@ -162,6 +257,11 @@ func mcpClientRun(ctx context.Context, scenario, url string, verbose bool, stder
 	if r := sess.StartReport(); len(r.Ready) != 1 {
 		if e := r.Errors[name]; e != nil {
 			return rep, fmt.Errorf("connect %s: %w", url, e)
+		}
+		for _, e := range rt.Events().Events() {
+			if e.Kind == event.ConfigError {
+				return rep, fmt.Errorf("connect %s: the generated config was refused: %s", url, e.String())
+			}
 		}
 		return rep, fmt.Errorf("connect %s: server not ready at session start (%+v)", url, r)
 	}

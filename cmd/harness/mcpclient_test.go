@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcplife/mcplife/runtime/host"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -101,5 +102,51 @@ func TestMCPClientFailures(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"mcp-client", "-scenario", "initialize", "-timeout", "20s", "http://127.0.0.1:1/mcp"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "connect http://127.0.0.1:1/mcp") {
 		t.Errorf("refused: exit %d, stderr %q", code, &stderr)
+	}
+}
+
+// TestMCPClientAuthConfig: the auth/* scenarios get an OAuth grant (client
+// credentials for auth/client-credentials-*, the authorization-code flow
+// otherwise), the context's client id, and the secret only by name.
+func TestMCPClientAuthConfig(t *testing.T) {
+	if a := authBlock("tools_call", nil); a != nil {
+		t.Errorf("non-auth scenario got %v", a)
+	}
+	a := authBlock("auth/metadata-default", nil)
+	if a["grant"] != "authorization_code" || a["clientMetadataUrl"] != conformanceCIMD || a["clientId"] != nil {
+		t.Errorf("metadata-default: %v", a)
+	}
+	ctx := map[string]any{"client_id": "pre", "client_secret": "very-secret"}
+	a = authBlock("auth/pre-registration", ctx)
+	if a["grant"] != "authorization_code" || a["clientId"] != "pre" || a["clientSecret"] != "${"+secretVar+"}" {
+		t.Errorf("pre-registration: %v", a)
+	}
+	a = authBlock("auth/client-credentials-basic", ctx)
+	if a["grant"] != "client_credentials" || a["clientId"] != "pre" || a["redirectUri"] != nil {
+		t.Errorf("client-credentials-basic: %v", a)
+	}
+	b, _ := json.Marshal(a)
+	if strings.Contains(string(b), "very-secret") {
+		t.Errorf("the secret is written into the config: %s", b)
+	}
+}
+
+// TestHeadlessAuthorize: the callback reads code, state and iss from the
+// authorization endpoint's redirect without following it.
+func TestHeadlessAuthorize(t *testing.T) {
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("deny") != "" {
+			http.Redirect(w, r, "http://localhost:3000/callback?error=access_denied", http.StatusFound)
+			return
+		}
+		http.Redirect(w, r, "http://localhost:3000/callback?code=c1&state="+r.URL.Query().Get("state")+"&iss=https%3A%2F%2Fas", http.StatusFound)
+	}))
+	defer as.Close()
+	res, err := headlessAuthorize(t.Context(), host.AuthorizeRequest{URL: as.URL + "/authorize?state=s1"})
+	if err != nil || res != (host.AuthorizeResult{Code: "c1", State: "s1", Iss: "https://as"}) {
+		t.Fatalf("got %+v, %v", res, err)
+	}
+	if _, err := headlessAuthorize(t.Context(), host.AuthorizeRequest{URL: as.URL + "/authorize?deny=1"}); err == nil || !strings.Contains(err.Error(), "access_denied") {
+		t.Fatalf("denied: %v", err)
 	}
 }

@@ -16,10 +16,6 @@ import (
 // with "auth.") the keys read from the auth object.
 func parsedKeys(t *testing.T) []string {
 	t.Helper()
-	f, err := goparser.ParseFile(token.NewFileSet(), "parse.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var keys []string
 	add := func(k string) {
 		if !slices.Contains(keys, k) {
@@ -34,6 +30,18 @@ func parsedKeys(t *testing.T) []string {
 		s, err := strconv.Unquote(b.Value)
 		return s, err == nil
 	}
+	for _, file := range []string{"parse.go", "oauth.go"} {
+		f, err := goparser.ParseFile(token.NewFileSet(), file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inspectKeys(f, add, lit)
+	}
+	return keys
+}
+
+// inspectKeys adds the server-entry keys f reads.
+func inspectKeys(f *ast.File, add func(string), lit func(ast.Expr) (string, bool)) {
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.CallExpr:
@@ -63,7 +71,6 @@ func parsedKeys(t *testing.T) []string {
 		}
 		return true
 	})
-	return keys
 }
 
 func TestFieldsMatchParser(t *testing.T) {

@@ -349,10 +349,12 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 			default:
 				auth.Type = ts
 			}
+			c.oauthFlow(a, auth)
 			id, iok := a.get("credentialId")
 			switch ids, isStr := id.str(); {
-			case !iok || string(id.raw()) == "null" || (isStr && ids == ""):
+			case (!iok || string(id.raw()) == "null" || (isStr && ids == "")) && auth.Grant == "":
 				c.warn("auth.credentialId", a.off, "missing; no OAuth token will be injected")
+			case !iok || string(id.raw()) == "null" || (isStr && ids == ""):
 			case !isStr:
 				c.fail("auth.credentialId", id.off, "must be a string, got %s", id.kind())
 			default:

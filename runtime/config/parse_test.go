@@ -41,6 +41,16 @@ func TestParseEntryErrors(t *testing.T) {
 		{"srv", `{"command": "x", "auth": {"type": "basic", "credentialId": "c"}}`, "auth.type", `unknown auth type "basic"`},
 		{"srv", `{"command": "x", "auth": {"credentialId": "c"}}`, "auth.type", "required"},
 		{"srv", `{"command": "x", "auth": {"type": "oauth", "credentialId": 4}}`, "auth.credentialId", "must be a string"},
+		{"srv", `{"type": "http", "url": "https://x", "auth": {"type": "oauth", "grant": "implicit"}}`, "auth.grant", `unknown grant "implicit"`},
+		{"srv", `{"type": "http", "url": "https://x", "auth": {"type": "oauth", "grant": "client_credentials", "clientId": "a"}}`, "auth.clientSecret", `required for grant "client_credentials"`},
+		{"srv", `{"type": "http", "url": "https://x", "auth": {"type": "oauth", "grant": "client_credentials", "clientSecret": "S"}}`, "auth.clientId", `required for grant "client_credentials"`},
+		{"srv", `{"type": "http", "url": "https://x", "auth": {"type": "oauth", "grant": "authorization_code", "clientId": "a", "clientSecret": "abc-123"}}`, "auth.clientSecret", "a secret written into the config is not accepted"},
+		{"srv", `{"type": "http", "url": "https://x", "auth": {"type": "oauth", "grant": "authorization_code", "clientSecret": "S"}}`, "auth.clientSecret", `needs "clientId"`},
+		{"srv", `{"type": "http", "url": "https://x", "auth": {"type": "oauth", "grant": "authorization_code", "clientMetadataUrl": "http://x/c.json"}}`, "auth.clientMetadataUrl", "must be an https URL with a path"},
+		{"srv", `{"type": "http", "url": "https://x", "auth": {"type": "oauth", "grant": "authorization_code", "dynamicRegistration": false}}`, "auth.dynamicRegistration", "leaves no way to register the client"},
+		{"srv", `{"type": "http", "url": "https://x", "auth": {"type": "oauth", "grant": "authorization_code", "redirectUri": "callback"}}`, "auth.redirectUri", "must be an absolute URL"},
+		{"srv", `{"type": "http", "url": "https://x", "auth": {"type": "oauth", "grant": "authorization_code", "offlineAccess": "yes"}}`, "auth.offlineAccess", "must be true or false"},
+		{"srv", `{"type": "http", "url": "https://x", "auth": {"type": "oauth", "credentialId": "c", "clientId": "a"}}`, "auth.clientId", `needs "grant"`},
 		{"srv", `{"command": "x", "restart": "sometimes"}`, "restart", `unknown restart policy "sometimes"`},
 		{"srv", `{"command": "x", "restart": 1}`, "restart", "must be a string"},
 		{"srv", `{"command": "x", "healthProbe": "curl"}`, "healthProbe", `unknown health probe "curl"`},
@@ -294,5 +304,25 @@ func TestParseHeaderScoping(t *testing.T) {
 		if tt.level == LevelProject && s.Env["RELAY"] != "sk-secret" {
 			t.Errorf("env values still expand from the process: %v", s.Env)
 		}
+	}
+}
+
+func TestParseOAuthGrant(t *testing.T) {
+	entry := `{"type": "http", "url": "https://x/mcp", "auth": {"type": "oauth", "grant": "authorization_code", "clientId": "app",
+		"clientSecret": "${APP_SECRET}", "clientMetadataUrl": "https://app.example/client.json", "redirectUri": "http://127.0.0.1:9/cb", "offlineAccess": true}}`
+	servers, diags := ParseFile("/f.json", []byte(fileWith("s", entry)), LevelUser, "mcplife", envOf("APP_SECRET", "hunter2"))
+	if len(servers) != 1 || len(diags) != 0 {
+		t.Fatalf("servers %v, diags:\n%s", servers, diagStrings(diags))
+	}
+	want := Auth{Type: "oauth", Grant: GrantAuthorizationCode, ClientID: "app", ClientSecret: "${APP_SECRET}",
+		ClientMetadataURL: "https://app.example/client.json", DynamicRegistration: true, RedirectURI: "http://127.0.0.1:9/cb", OfflineAccess: true}
+	if got := *servers[0].Auth; got != want {
+		t.Fatalf("auth = %+v, want %+v (the secret stays a reference)", got, want)
+	}
+	// client_credentials: registration fields are ignored with a warning.
+	entry = `{"type": "http", "url": "https://x/mcp", "auth": {"type": "oauth", "grant": "client_credentials", "clientId": "svc", "clientSecret": "SVC", "offlineAccess": true}}`
+	servers, diags = ParseFile("/f.json", []byte(fileWith("s", entry)), LevelUser, "mcplife", envOf())
+	if len(servers) != 1 || len(findDiag(diags, "s", "auth.offlineAccess")) != 1 || servers[0].Auth.OfflineAccess || servers[0].Auth.DynamicRegistration {
+		t.Fatalf("servers %+v, diags:\n%s", servers, diagStrings(diags))
 	}
 }

@@ -70,6 +70,10 @@ type Resolved struct {
 	// Blocked, when not "", is why the server must not be connected; the
 	// caller shows status "blocked". Headers and Env are then nil.
 	Blocked string
+	// ClientSecret is the resolved auth.clientSecret of an OAuth flow; ""
+	// when none is configured or it could not be resolved (a warning says
+	// why). It is a secret: never log it.
+	ClientSecret string
 }
 
 // OAuthEnvVar is the variable that carries an OAuth access token to a stdio
@@ -119,6 +123,7 @@ func (r *Resolver) Resolve(ctx context.Context, s *Server) (*Resolved, []Diagnos
 		return v, true
 	}
 
+	res.ClientSecret = r.clientSecret(ctx, s, project, allowCmd, lookup, warn)
 	token, hasToken := r.token(ctx, s, project, warn)
 	switch typ {
 	case Stdio:
@@ -153,6 +158,40 @@ func (r *Resolver) Resolve(ctx context.Context, s *Server) (*Resolved, []Diagnos
 		}
 	}
 	return res, diags
+}
+
+// clientSecret resolves auth.clientSecret: an environment variable, or a
+// "!command" where commands are allowed. Project-level servers of an
+// untrusted workspace get no secret.
+func (r *Resolver) clientSecret(ctx context.Context, s *Server, project, allowCmd bool, lookup func(string) (string, bool), warn func(string, error, string, ...any)) string {
+	if s.Auth == nil || s.Auth.Grant == "" || s.Auth.ClientSecret == "" {
+		return ""
+	}
+	name, command, ok := SecretRef(s.Auth.ClientSecret)
+	switch {
+	case !ok:
+		warn("auth.clientSecret", ErrUnresolved, "not an environment variable name or !command; no client secret used")
+		return ""
+	case project && !r.Trusted:
+		warn("auth.clientSecret", ErrUntrusted, "OAuth client secret not resolved for a project-level server: workspace is not trusted")
+		return ""
+	case command != "" && !allowCmd:
+		warn("auth.clientSecret", ErrUntrusted, "shell command from project config not run: workspace is not trusted; no client secret used")
+		return ""
+	case command != "":
+		out, err := r.run(ctx, command)
+		if err != nil || out == "" {
+			warn("auth.clientSecret", fmt.Errorf("%w: %v", ErrUnresolved, err), "shell command for the client secret failed or printed nothing; no client secret used")
+			return ""
+		}
+		return out
+	}
+	v, set := lookup(name)
+	if !set || v == "" {
+		warn("auth.clientSecret", ErrUnresolved, "environment variable %s is not set; no client secret used", name)
+		return ""
+	}
+	return v
 }
 
 // token fetches the server's OAuth token, if it has an oauth auth block.

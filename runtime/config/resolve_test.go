@@ -364,3 +364,30 @@ func TestResolveDefaultShell(t *testing.T) {
 		t.Errorf("cancelled: %v %s", res.Headers, diagStrings(diags))
 	}
 }
+
+func TestResolveClientSecret(t *testing.T) {
+	auth := &Auth{Type: "oauth", Grant: GrantClientCredentials, ClientID: "svc", ClientSecret: "${SVC_SECRET}"}
+	srv := &Server{Name: "s", Type: HTTP, URL: "https://x", Auth: auth, Source: Source{Level: LevelUser}}
+	r := &Resolver{Env: envOf("SVC_SECRET", "s3")}
+	res, diags := r.Resolve(t.Context(), srv)
+	if res.ClientSecret != "s3" || len(diags) != 0 {
+		t.Fatalf("secret %q, diags %v", res.ClientSecret, diags)
+	}
+	// Unset: no secret, a warning naming the field and the variable.
+	res, diags = (&Resolver{Env: envOf()}).Resolve(t.Context(), srv)
+	if res.ClientSecret != "" || len(diags) != 1 || diags[0].Field != "auth.clientSecret" || !strings.Contains(diags[0].Message, "SVC_SECRET") {
+		t.Fatalf("secret %q, diags %v", res.ClientSecret, diags)
+	}
+	// A project-level server of an untrusted workspace gets no secret.
+	proj := *srv
+	proj.Source.Level = LevelProject
+	res, diags = r.Resolve(t.Context(), &proj)
+	if res.ClientSecret != "" || len(diags) != 1 || !errors.Is(diags[0].Err, ErrUntrusted) {
+		t.Fatalf("secret %q, diags %v", res.ClientSecret, diags)
+	}
+	for _, d := range diags {
+		if strings.Contains(d.Error(), "s3") {
+			t.Fatalf("a diagnostic carries the secret: %v", d)
+		}
+	}
+}

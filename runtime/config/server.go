@@ -47,7 +47,12 @@
 // with "url"; stdio without "command"; http/sse without "url", or a url that
 // is not an absolute http(s) URL after expansion; wrong types for command,
 // args, env (and env names with '='), cwd, url, headers, auth, includeTools,
-// excludeTools; "auth" whose type is not "oauth"; "restart" not
+// excludeTools; "auth" whose type is not "oauth"; an "auth" grant that is
+// not authorization_code/client_credentials, its fields without a grant, a
+// client_credentials grant without clientId and clientSecret, a clientSecret
+// that is not an environment variable name or !command, a clientMetadataUrl
+// that is not https with a path, a redirectUri that is not absolute, an
+// authorization_code grant with no way to register the client; "restart" not
 // relentless/once/bounded/never; "healthProbe" not ping/tools-list. These change
 // what runs, where it connects or which tools are exposed, so guessing is
 // worse than skipping.
@@ -59,7 +64,8 @@
 // number >= 0 (default); "restartDelays" not a non-empty array of numbers
 // >= 0 (the policy's delays); "maxResultChars" not a whole number > 0
 // (default); "maxMessageBytes" not a whole number from 1024 to 1073741824
-// (default); an oauth "auth" without "credentialId" (no token injected).
+// (default); an oauth "auth" without "credentialId" nor "grant" (no token
+// injected); registration fields of a client_credentials grant (ignored).
 // Every fallback is the safe value. A JSON null counts as an absent field.
 // Unknown fields are ignored and kept in Server.Raw.
 //
@@ -114,11 +120,42 @@ type Source struct {
 	Provider string `json:"provider"` // "mcplife", "claude", "cursor", "vscode", "mcp.json", "inline"
 }
 
-// Auth is a server's authentication block.
+// Auth is a server's authentication block. With Grant empty, the runtime
+// only injects the token of CredentialID and refreshes it through the
+// credential store; with a Grant it runs that OAuth flow itself (go-sdk's
+// handlers) when the server answers 401 or 403.
 type Auth struct {
 	Type         string `json:"type"`                   // "oauth"
 	CredentialID string `json:"credentialId,omitempty"` // key into a CredentialStore
+	// Grant is the OAuth flow the runtime runs: GrantAuthorizationCode,
+	// GrantClientCredentials, or "" (token injection only).
+	Grant string `json:"grant,omitempty"`
+	// ClientID is a pre-registered client id.
+	ClientID string `json:"clientId,omitempty"`
+	// ClientSecret names where the pre-registered client's secret comes
+	// from: an environment variable name (or ${NAME}) or a "!command"; it is
+	// resolved at connect time (Resolved.ClientSecret), never stored here.
+	ClientSecret string `json:"clientSecret,omitempty"`
+	// ClientMetadataURL is the client's id metadata document URL (an https
+	// URL with a path), used when the authorization server supports it.
+	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
+	// DynamicRegistration allows dynamic client registration (RFC 7591)
+	// when the authorization server offers it (default true).
+	DynamicRegistration bool `json:"dynamicRegistration,omitempty"`
+	// RedirectURI is the redirect URI of the authorization-code flow; ""
+	// means the host's default (host.Options.OAuthRedirectURL).
+	RedirectURI string `json:"redirectUri,omitempty"`
+	// OfflineAccess asks for a refresh token: offline_access is requested
+	// when the authorization server lists it, and dynamic registration
+	// announces the refresh_token grant.
+	OfflineAccess bool `json:"offlineAccess,omitempty"`
 }
+
+// The OAuth grants of Auth.Grant.
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+)
 
 // RestartPolicy names how a server is restarted after a failure.
 type RestartPolicy string

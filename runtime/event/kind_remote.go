@@ -15,6 +15,11 @@ const (
 	RemoteAuthRejected         Kind = "remote.auth_rejected"
 	RemoteAuthRefreshed        Kind = "remote.auth_refreshed"
 	RemoteAuthRequired         Kind = "remote.auth_required"
+	RemoteAuthDiscovered       Kind = "remote.auth_discovered"
+	RemoteAuthRegistered       Kind = "remote.auth_registered"
+	RemoteAuthAuthorizing      Kind = "remote.auth_authorizing"
+	RemoteAuthTokenObtained    Kind = "remote.auth_token_obtained"
+	RemoteAuthFailed           Kind = "remote.auth_failed"
 	RemoteThrottled            Kind = "remote.throttled"
 	RemoteUnreachable          Kind = "remote.unreachable"
 )
@@ -25,12 +30,17 @@ func remoteKinds() []KindInfo {
 		{RemoteSessionExpired, "the server answered 404 for the connection's MCP session; the connection ends and one re-initialization starts at once", "method"},
 		{RemoteSessionReinitialized, "a new session (initialize + tools/list) replaced the expired one", "tools"},
 		{RemoteSessionReinitFailed, "the re-initialization failed, or the new session expired again within the stability window; the restart policy takes over (reason session-expired)", "error"},
-		{RemoteRequestRetried, "a request was sent again: on the new session after an expiry (session-expired), after Retry-After (retry-after) or with a refreshed credential (auth-refreshed)", "method, reason"},
+		{RemoteRequestRetried, "a request was sent again: on the new session after an expiry (session-expired), after Retry-After (retry-after), with a refreshed credential (auth-refreshed) or with the token of an OAuth flow (authorized)", "method, reason"},
 		{RemoteStreamDropped, "the SSE response stream of a request in flight ended before its answer, after an event id; the resume GET waits retry_ms on the clock", "method, last_event_id, retry_ms"},
 		{RemoteStreamResumed, "a GET with Last-Event-ID resumed the dropped stream", "last_event_id"},
 		{RemoteStreamResumeFailed, "the resume GET failed; the request fails and the connection ends", "last_event_id, error"},
 		{RemoteAuthRejected, "the server answered 401 or 403", "status, method"},
 		{RemoteAuthRefreshed, "the credential provider returned a new token after a rejection; the request is sent again with it", "credential"},
+		{RemoteAuthDiscovered, "an OAuth flow (auth.grant) fetched a metadata document: the protected resource's (RFC 9728) or its authorization server's (RFC 8414 / OpenID)", "document, url"},
+		{RemoteAuthRegistered, "the flow registered the client dynamically (RFC 7591) at the authorization server's registration endpoint", "url"},
+		{RemoteAuthAuthorizing, "the authorization-code flow handed the authorization URL to the host's authorize callback (the user agent step); PKCE S256", "client, scope"},
+		{RemoteAuthTokenObtained, "the token endpoint issued an access token (never in the event); the request that met 401/403 is sent again with it", "grant, scope, expires_in_ms, refresh"},
+		{RemoteAuthFailed, "the OAuth flow failed (discovery, registration, the authorize callback, the token request) or cannot run (no authorize callback); remote.auth_required follows", "grant, error"},
 		{RemoteAuthRequired, "the credential was rejected and could not be refreshed (or was rejected again); the server is in state needs-auth and is not restarted", "status, error"},
 		{RemoteThrottled, "the server answered 429 or 503 with Retry-After; the request is sent again once after delay_ms (Retry-After capped by the restart policy's longest delay)", "status, method, retry_after_ms, delay_ms"},
 		{RemoteUnreachable, "a request could not reach the server (connection refused or reset); connect failures follow the restart policy", "method, reason, error"},

@@ -79,7 +79,7 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	sockets := &socketSet{}
 	var rc *remoteConn
 	if s.isRemote() {
-		rc = newRemoteConn(s)
+		rc = newRemoteConn(s, resolved)
 	}
 	transport, err := rt.dial(cctx, s, resolved, &p, sockets, rc)
 	if err != nil {

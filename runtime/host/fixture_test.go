@@ -79,7 +79,9 @@ func newFixtureEnv(t *testing.T, servers func(e *fixtureEnv) map[string]json.Raw
 	opts.Clock = e.clock
 	opts.Discovery.Inline = servers(e)
 	opts.Discovery.HomeDir = t.TempDir()
-	opts.Discovery.Env = func(string) (string, bool) { return "", false }
+	if opts.Discovery.Env == nil {
+		opts.Discovery.Env = func(string) (string, bool) { return "", false }
+	}
 	rt, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

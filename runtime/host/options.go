@@ -52,6 +52,15 @@ type Options struct {
 	Trusted bool
 	// Credentials supplies OAuth tokens; nil means none.
 	Credentials config.CredentialStore
+	// Authorize runs the user-agent step of the OAuth authorization-code
+	// flow (a server whose auth block has "grant": "authorization_code"):
+	// it gets the authorization URL and returns the redirect's code and
+	// state. nil means the host has no UI: such a server that answers 401
+	// goes to state needs-auth.
+	Authorize AuthorizeFunc
+	// OAuthRedirectURL is the redirect URI of the authorization-code flow
+	// when a server's auth.redirectUri sets none (DefaultOAuthRedirectURL).
+	OAuthRedirectURL string
 	// Shell runs "!cmd" config values; nil means sh -c.
 	Shell func(ctx context.Context, cmd string) (string, error)
 
@@ -176,6 +185,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSchemaDepth <= 0 {
 		o.MaxSchemaDepth = DefaultMaxSchemaDepth
+	}
+	if o.OAuthRedirectURL == "" {
+		o.OAuthRedirectURL = DefaultOAuthRedirectURL
 	}
 	if o.ClientName == "" {
 		o.ClientName = "mcplife"

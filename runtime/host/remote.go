@@ -49,8 +49,9 @@ const defaultStreamRetry = time.Second
 // runtime must act on.
 type remoteConn struct {
 	srv        *server
-	credential string      // credential id of an oauth auth block, "" when none
-	conn       *connection // set before the handshake
+	credential string       // credential id of an oauth auth block, "" when none
+	oauth      *oauthClient // the server's OAuth flow (auth.grant), nil when none
+	conn       *connection  // set before the handshake
 
 	mu         sync.Mutex
 	token      string          // refreshed bearer token, "" before any refresh
@@ -60,8 +61,8 @@ type remoteConn struct {
 	retryAfter time.Duration   // the capped Retry-After of a request refused twice
 }
 
-func newRemoteConn(s *server) *remoteConn {
-	rc := &remoteConn{srv: s}
+func newRemoteConn(s *server, r *config.Resolved) *remoteConn {
+	rc := &remoteConn{srv: s, oauth: s.oauthFor(r.ClientSecret)}
 	if a := s.cfg.Auth; a != nil && a.Type == "oauth" && a.CredentialID != "" {
 		rc.credential = a.CredentialID
 	}
@@ -162,6 +163,7 @@ func (t *remoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		m.rc = t.rc
 		m.mu.Unlock()
 	}
+	var sentGen int64 // OAuth flows that had succeeded when the request was sent
 	send := func() (*http.Response, error) {
 		r := req.Clone(req.Context())
 		if body != nil {
@@ -174,6 +176,12 @@ func (t *remoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			r.Header.Set("Authorization", "Bearer "+t.rc.token)
 		}
 		t.rc.mu.Unlock()
+		if o := t.rc.oauth; o != nil {
+			sentGen = o.gen.Load()
+			if tok := o.token(r.Context()); tok != "" {
+				r.Header.Set("Authorization", "Bearer "+tok)
+			}
+		}
 		resp, err := t.base.RoundTrip(r)
 		if err != nil {
 			t.unreachable(info, err)
@@ -185,7 +193,12 @@ func (t *remoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		if resp, err = t.reauthorize(req, info, resp, send); err != nil {
+		if t.rc.oauth != nil {
+			resp, err = t.runOAuth(req, info, resp, sentGen, send)
+		} else {
+			resp, err = t.reauthorize(req, info, resp, send)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -315,6 +328,36 @@ func (t *remoteTransport) reauthorize(req *http.Request, info rpcInfo, resp *htt
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		s.emit(event.RemoteAuthRejected, event.Int("status", resp.StatusCode), event.String("method", info.method))
 		t.needAuth(resp.StatusCode, fmt.Errorf("the refreshed credential %q was rejected too", rc.credential))
+	}
+	return resp, nil
+}
+
+// runOAuth handles 401/403 of a server with an OAuth grant: the flow runs
+// once for the request (go-sdk's rule: Authorize, then one retry) and the
+// request is sent again with the new token; when the flow fails or the new
+// token is rejected too, the server needs authorization.
+func (t *remoteTransport) runOAuth(req *http.Request, info rpcInfo, resp *http.Response, sentGen int64, send func() (*http.Response, error)) (*http.Response, error) {
+	s := t.rc.srv
+	status := resp.StatusCode
+	s.emit(event.RemoteAuthRejected, event.Int("status", status), event.String("method", info.method))
+	// The handler consumes the response; the caller may still need it.
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	seen := *resp
+	seen.Body = io.NopCloser(bytes.NewReader(b))
+	if err := t.rc.oauth.authorize(req, &seen, sentGen); err != nil {
+		t.needAuth(status, err)
+		return resp, nil
+	}
+	s.emit(event.RemoteRequestRetried, event.String("method", info.method), event.String("reason", "authorized"))
+	resp, err := send()
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		s.emit(event.RemoteAuthRejected, event.Int("status", resp.StatusCode), event.String("method", info.method))
+		t.needAuth(resp.StatusCode, fmt.Errorf("the token of the %s flow was rejected too", t.rc.oauth.grant))
 	}
 	return resp, nil
 }

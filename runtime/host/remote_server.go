@@ -18,6 +18,7 @@ type remoteServer struct {
 	resumes    int           // dropped streams resumed
 	lastReinit time.Time     // when the last re-initialization started
 	retryAfter time.Duration // Retry-After the next restart delay honours
+	oauth      *oauthClient  // the OAuth flow of an auth block with a grant (oauth.go)
 }
 
 // ErrAuthRequired: the server rejected the credential and it could not be
