@@ -37,12 +37,7 @@ const faultsEnv = "MCPLIFE_FAULTS"
 // others that fail with it, each a consequence of the same defect. TestTeeth
 // asserts the exact set, so a change that stops catching a defect, or starts
 // failing unrelated requirements, is visible.
-var teeth = []struct {
-	fault  string
-	defect string
-	names  string
-	also   []string
-}{
+var teeth = []teethRow{
 	{"no-probe", "every tool timeout restarts the server, without a health probe",
 		// The restart also kills the other calls of the timeout specs.
 		// Two calls timing out together restart it twice.
@@ -136,6 +131,16 @@ var teeth = []struct {
 		"CORE-RESULT-003", nil},
 	{"unknown-tool-guessed", "a call of a name the session does not expose is split as mcp_<server>_<tool> and sent to that server",
 		"CORE-RESULT-004", nil},
+}
+
+// teethRow is one deliberately broken variant: its MCPLIFE_FAULTS name, a
+// one-line description of the defect, the requirement that names it and
+// the others that fail with it.
+type teethRow struct {
+	fault  string
+	defect string
+	names  string
+	also   []string
 }
 
 // buildHarness builds cmd/harness with the mcplife_faults tag, once.
@@ -249,6 +254,11 @@ func tail(s string, n int) string {
 // teethParallelEnv overrides how many suite runs TestTeeth makes at once.
 const teethParallelEnv = "MCPLIFE_TEETH_PARALLEL"
 
+// teethOnlyEnv restricts TestTeeth to the variants it names
+// (comma-separated), without the reference and claims-less runs: to measure
+// a new defect's failing set with .ci/teeth-full.
+const teethOnlyEnv = "MCPLIFE_TEETH_ONLY"
+
 // teethFullEnv selects TestTeeth's full mode: the whole suite per variant
 // (.ci/teeth-full).
 const teethFullEnv = "MCPLIFE_TEETH_FULL"
@@ -295,7 +305,19 @@ func TestTeeth(t *testing.T) {
 		{name: "reference", args: append([]string{impl}, limits...)},
 		{name: "claims-less", env: []string{roleEnv + "=driver", claimsEnv + "=" + strings.Join(claimNames, ",")}, args: append([]string{"-impl=" + exe}, limits...)},
 	}
+	only := strings.FieldsFunc(os.Getenv(teethOnlyEnv), func(r rune) bool { return r == ',' })
+	if len(only) > 0 {
+		jobs = nil
+	}
+	for _, f := range only {
+		if !slices.ContainsFunc(teeth, func(v teethRow) bool { return v.fault == f }) {
+			t.Fatalf("%s: no teeth row for %q", teethOnlyEnv, f)
+		}
+	}
 	for _, v := range teeth {
+		if len(only) > 0 && !slices.Contains(only, v.fault) {
+			continue
+		}
 		want := append([]string{v.names}, v.also...)
 		sort.Strings(want)
 		// The expected failures are the variant's baseline: the run must
