@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcplife/mcplife/internal/faultenv"
 	"github.com/mcplife/mcplife/runtime/config"
 )
 
@@ -184,6 +185,13 @@ func Truncate(s string, limit int) (out string, truncated bool, originalChars in
 // renderContent flattens the content blocks of res.
 func renderContent(res *mcp.CallToolResult) string {
 	parts := make([]string, 0, len(res.Content))
+	if faultenv.On("structured-content-only") {
+		// Defect: the text comes from structuredContent alone.
+		if res.StructuredContent != nil {
+			parts = append(parts, marshalBlock(res.StructuredContent))
+		}
+		return strings.Join(parts, "\n")
+	}
 	for _, c := range res.Content {
 		if isNil(c) {
 			continue

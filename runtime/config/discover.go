@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // TimeoutEnvVar names the environment variable that overrides every server's
@@ -144,7 +146,7 @@ func Discover(opts Options) (*Result, error) {
 	for _, w := range winners {
 		switch {
 		case w.server == nil: // invalid: reported, and it still hides lower definitions
-		case w.server.Enabled:
+		case w.server.Enabled || faultenv.On("enabled-ignored"):
 			res.Servers = append(res.Servers, w.server)
 		default:
 			res.Disabled = append(res.Disabled, w.server)
