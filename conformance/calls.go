@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/onsi/ginkgo/v2"
 )
 
@@ -179,6 +180,28 @@ func (h *H) AcquireResult(id string) driver.AcquireResult {
 	r, err := h.Client().AwaitAcquire(ctx, id)
 	h.must(err, "awaiting acquire_result "+id)
 	return r
+}
+
+// AwaitStatus returns the status of server name once want holds: it
+// checks the current status, then re-checks after each new event (a state
+// change comes with the event that announces it), until the await timeout.
+// what describes the awaited state for the failure message.
+func (h *H) AwaitStatus(name, what string, want func(driver.ServerStatus) bool) driver.ServerStatus {
+	ginkgo.GinkgoHelper()
+	ctx, cancel := h.awaitCtx()
+	defer cancel()
+	start := time.Now()
+	for {
+		seq := h.Last()
+		st := h.Status(name)
+		if want(st) {
+			return st
+		}
+		if _, err := h.Client().Await(ctx, seq, event.Matcher{}); err != nil {
+			h.fail("await timed out after %v of real time (-await-timeout %v): %v\n  awaited: status of %q: %s\n  last status: state=%s error=%q",
+				time.Since(start).Round(time.Millisecond), h.s.cfg.AwaitTimeout, err, name, what, st.State, st.Error)
+		}
+	}
 }
 
 // Status returns the status of server name.

@@ -101,6 +101,8 @@ var _ = Spec(Requirement{
 	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "x"})
 	h.Verify(Response, r.Error != nil || r.Result.IsError, "the call failed", "error=%v", r.Error)
 	authReq := h.Await(Ev(event.RemoteAuthRequired, "fx"))
+	// The event may come before the state changes: await the state.
+	h.AwaitStatus("fx", "needs-auth", func(st driver.ServerStatus) bool { return st.State == "needs-auth" })
 	h.Advance(10 * 60 * 1000)
 	// Bound of the negative checks: the status answer after ten virtual
 	// minutes.
