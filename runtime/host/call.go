@@ -191,7 +191,12 @@ func (s *server) callOnce(ctx context.Context, name string, args any, ci *callIn
 		stop := context.AfterFunc(conn.ctx, func() { cancelReq(context.Cause(conn.ctx)) })
 		defer stop()
 	}
-	res, err := conn.cs.CallTool(reqCtx, &mcp.CallToolParams{Name: name, Arguments: args})
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	if token, done := s.progressToken(ci); token != "" {
+		params.SetProgressToken(token)
+		defer done()
+	}
+	res, err := conn.cs.CallTool(reqCtx, params)
 	switch {
 	case err == nil:
 		return res, nil, nil
