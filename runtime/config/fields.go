@@ -62,6 +62,11 @@ func Fields() []FieldInfo {
 		{"maxResultChars", "whole number > 0", "`50000` (or `options.maxResultChars`)", "cap on a tool result's text, in characters, before wrapping", OnBadWarning},
 		{"maxMessageBytes", "whole number from 1024 to 1073741824", "`16777216` (16 MiB, or `options.maxMessageBytes`)", "stdio only: the longest line or JSON-RPC message the server may write on stdout; a longer one ends its connection (`transport.oversized`)", OnBadWarning},
 		{"elicitation", "string", "`off`", "host-side elicitation handler: `off` (the client does not announce elicitation) or `defaults` (accept every form request with its schema's defaults, for a host without a UI)", OnBadWarning},
+		{"sampling", "boolean", "`false`", "host-side sampling handler: `true` advertises sampling and hands each `sampling/createMessage` to the embedding host's sampling callback (`host.Options.Sampling`); without the callback, or when `false`, the capability is not advertised and a request is refused", OnBadWarning},
+		{"roots", "array of strings", "none (no roots capability)", "the roots advertised to the server and answered on `roots/list`: `file://` URIs or paths; an absolute path becomes a `file://` URI, a relative one is resolved against the config file's directory (an inline server needs absolute ones); other URI schemes are rejected", OnBadError},
+		{"progress", "boolean", "`false`", "`true` passes a progress token with each tool call and reports the server's `notifications/progress` as `tool.progress` events (and `host.Options.Progress`)", OnBadWarning},
+		{"resources", "boolean", "`false`", "`true` lists the server's resources after connect and again on `notifications/resources/list_changed` (`resources.listed`); status and `host.Runtime.Resources` show them", OnBadWarning},
+		{"prompts", "boolean", "`false`", "`true` lists the server's prompts after connect and again on `notifications/prompts/list_changed` (`prompts.listed`); status and `host.Runtime.Prompts` show them", OnBadWarning},
 	}
 }
 

@@ -413,6 +413,15 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 			c.warn("elicitation", v.off, "unknown elicitation mode %q (want off or defaults); elicitation stays off", s)
 		}
 	}
+	// Host-side handlers (runtime/host/handlers.go) beyond elicitation.
+	sampling := c.boolean("sampling", false)
+	progress := c.boolean("progress", false)
+	resources := c.boolean("resources", false)
+	prompts := c.boolean("prompts", false)
+	var roots []Root
+	if v, ok := c.fields["roots"]; ok {
+		roots = c.rootList("roots", v, p.src.File) // roots.go
+	}
 	include := c.strList("includeTools")
 	exclude := c.strList("excludeTools")
 	var maxChars int
@@ -484,6 +493,11 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 		Probe:            probe,
 		ProtocolVersion:  protocol,
 		Elicitation:      elicitation,
+		Sampling:         sampling,
+		Progress:         progress,
+		Resources:        resources,
+		Prompts:          prompts,
+		Roots:            roots,
 		IncludeTools:     include,
 		ExcludeTools:     exclude,
 		MaxResultChars:   maxChars,

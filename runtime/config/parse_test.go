@@ -56,6 +56,11 @@ func TestParseEntryErrors(t *testing.T) {
 		{"srv", `{"command": "x", "healthProbe": "curl"}`, "healthProbe", `unknown health probe "curl"`},
 		{"srv", `{"command": "x", "includeTools": "a"}`, "includeTools", "must be an array of strings"},
 		{"srv", `{"command": "x", "excludeTools": ["a", 1]}`, "excludeTools[1]", "must be a string"},
+		{"srv", `{"command": "x", "roots": "/work"}`, "roots", "must be an array of strings"},
+		{"srv", `{"command": "x", "roots": ["/a", 3]}`, "roots[1]", "must be a string"},
+		{"srv", `{"command": "x", "roots": ["/a", "https://example.com/x"]}`, "roots[1]", `unsupported scheme "https"`},
+		{"srv", `{"command": "x", "roots": ["file://host/x"]}`, "roots[0]", `with host "host"`},
+		{"srv", `{"command": "x", "roots": [""]}`, "roots[0]", "empty root"},
 		{"srv", `"npx server"`, "", "server entry must be an object, got string"},
 		{"bad name", `{"command": "x"}`, "name", "only letters, digits"},
 		{"bad/name", `{"command": "x"}`, "name", "only letters, digits"},
@@ -135,6 +140,10 @@ func TestParseEntryWarnings(t *testing.T) {
 		{`{"command": "x", "protocolVersion": 2025}`, "protocolVersion", func(s *Server) bool { return s.ProtocolVersion == "" }},
 		{`{"command": "x", "elicitation": "ask"}`, "elicitation", func(s *Server) bool { return s.Elicitation == "" }},
 		{`{"command": "x", "elicitation": true}`, "elicitation", func(s *Server) bool { return s.Elicitation == "" }},
+		{`{"command": "x", "sampling": "yes"}`, "sampling", func(s *Server) bool { return !s.Sampling }},
+		{`{"command": "x", "progress": 1}`, "progress", func(s *Server) bool { return !s.Progress }},
+		{`{"command": "x", "resources": "on"}`, "resources", func(s *Server) bool { return !s.Resources }},
+		{`{"command": "x", "prompts": [true]}`, "prompts", func(s *Server) bool { return !s.Prompts }},
 		{`{"command": "x", "auth": {"type": "oauth"}}`, "auth.credentialId", func(s *Server) bool { return s.Auth != nil && s.Auth.CredentialID == "" }},
 	}
 	for _, tt := range tests {
@@ -163,7 +172,8 @@ func TestParseAllFields(t *testing.T) {
 	"env": {"A": "1"}, "cwd": "/srv", "enabled": false, "timeout": 2500, "toolTimeout": 0,
 	"shared": false, "restart": "bounded", "restartDelays": [0, 1000, 2500.5], "healthProbe": "tools-list",
 	"protocolVersion": "2025-06-18", "includeTools": ["a", "b"], "excludeTools": [], "maxResultChars": 1000, "maxMessageBytes": 65536,
-	"elicitation": "defaults", "requiresApproval": false, "auth": {"type": "oauth", "credentialId": "gh"}, "x-unknown": {"kept": true},
+	"elicitation": "defaults", "sampling": true, "progress": true, "resources": true, "prompts": true, "roots": ["rel/dir", "/abs", "file:///u/v"],
+	"requiresApproval": false, "auth": {"type": "oauth", "credentialId": "gh"}, "x-unknown": {"kept": true},
 	"description": null
 }`
 	servers, diags := ParseFile("/f.json", []byte(fileWith("full", entry)), LevelUser, "mcplife", envOf())
@@ -178,6 +188,8 @@ func TestParseAllFields(t *testing.T) {
 		Restart: RestartBounded, RestartDelays: []time.Duration{0, time.Second, 2500*time.Millisecond + 500*time.Microsecond},
 		Probe: ProbeToolsList, ProtocolVersion: "2025-06-18", IncludeTools: []string{"a", "b"}, ExcludeTools: []string{},
 		MaxResultChars: 1000, MaxMessageBytes: 65536, RequiresApproval: false, Elicitation: ElicitationDefaults,
+		Sampling: true, Progress: true, Resources: true, Prompts: true,
+		Roots: []Root{{URI: "file:///rel/dir", Name: "dir"}, {URI: "file:///abs", Name: "abs"}, {URI: "file:///u/v", Name: "v"}},
 	}
 	got := fmt.Sprintf("%+v %+v", *s.Auth, stripMeta(s))
 	if exp := fmt.Sprintf("%+v %+v", *want.Auth, stripMeta(want)); got != exp {
@@ -190,7 +202,8 @@ func TestParseAllFields(t *testing.T) {
 	// Defaults.
 	servers, _ = ParseFile("/f.json", []byte(fileWith("min", `{"command": "x"}`)), LevelUser, "mcplife", envOf())
 	m := servers[0]
-	if !m.Enabled || !m.Shared || !m.RequiresApproval || m.Type != "" || m.EffectiveType() != Stdio || m.Timeout != 0 || m.Restart != RestartDefault || m.Probe != ProbeDefault || m.Elicitation != "" {
+	if !m.Enabled || !m.Shared || !m.RequiresApproval || m.Type != "" || m.EffectiveType() != Stdio || m.Timeout != 0 || m.Restart != RestartDefault || m.Probe != ProbeDefault || m.Elicitation != "" ||
+		m.Sampling || m.Progress || m.Resources || m.Prompts || m.Roots != nil {
 		t.Errorf("defaults: %+v", m)
 	}
 }
@@ -324,5 +337,21 @@ func TestParseOAuthGrant(t *testing.T) {
 	servers, diags = ParseFile("/f.json", []byte(fileWith("s", entry)), LevelUser, "mcplife", envOf())
 	if len(servers) != 1 || len(findDiag(diags, "s", "auth.offlineAccess")) != 1 || servers[0].Auth.OfflineAccess || servers[0].Auth.DynamicRegistration {
 		t.Fatalf("servers %+v, diags:\n%s", servers, diagStrings(diags))
+	}
+}
+
+func TestParseRootsRelative(t *testing.T) {
+	servers, diags := ParseFile("/home/me/proj/.mcp.json", []byte(fileWith("s", `{"command": "x", "roots": ["src", "../other", "./"]}`)), LevelProject, "claude", envOf())
+	if len(diags) != 0 || len(servers) != 1 {
+		t.Fatalf("diagnostics:\n%s", diagStrings(diags))
+	}
+	want := []Root{{URI: "file:///home/me/proj/src", Name: "src"}, {URI: "file:///home/me/other", Name: "other"}, {URI: "file:///home/me/proj", Name: "proj"}}
+	if fmt.Sprint(servers[0].Roots) != fmt.Sprint(want) {
+		t.Errorf("roots = %+v, want %+v", servers[0].Roots, want)
+	}
+	// An inline server has no file to resolve against.
+	_, diags = ParseFile("", []byte(fileWith("s", `{"command": "x", "roots": ["src"]}`)), LevelInline, "inline", envOf())
+	if ds := findDiag(diags, "s", "roots[0]"); len(ds) != 1 || !strings.Contains(ds[0].Message, "needs a config file") {
+		t.Errorf("inline relative root:\n%s", diagStrings(diags))
 	}
 }

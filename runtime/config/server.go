@@ -234,6 +234,21 @@ type Server struct {
 	// Elicitation selects the host-side elicitation handler ("elicitation":
 	// "off" | "defaults"); "" means off.
 	Elicitation ElicitationMode `json:"-"`
+	// Sampling lets the server ask the host's model for a completion
+	// (sampling/createMessage) through the runtime's sampling callback
+	// ("sampling": true); off by default.
+	Sampling bool `json:"-"`
+	// Progress passes a progress token with each tool call and reports the
+	// server's notifications/progress ("progress": true); off by default.
+	Progress bool `json:"-"`
+	// Resources and Prompts list the server's resources and prompts after
+	// connect and on list_changed ("resources", "prompts"); off by default.
+	Resources bool `json:"-"`
+	Prompts   bool `json:"-"`
+	// Roots are the roots advertised to the server ("roots": file URIs or
+	// paths, relative ones resolved against the config file's directory);
+	// nil advertises no roots capability.
+	Roots []Root `json:"-"`
 	// IncludeTools and ExcludeTools filter the exposed tools by raw MCP tool
 	// name ("includeTools", "excludeTools"). Empty IncludeTools means all.
 	IncludeTools []string `json:"-"`

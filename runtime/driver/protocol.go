@@ -90,6 +90,7 @@ const (
 	CapStatus           Capability = "status"
 	CapJournalPID       Capability = "journal-pid"
 	CapRemoteRecovery   Capability = "remote-recovery"
+	CapHostHandlers     Capability = "host-handlers"
 )
 
 // CapabilityInfo documents one capability.
@@ -119,6 +120,7 @@ func Capabilities() []CapabilityInfo {
 		{CapStatus, "the status method."},
 		{CapJournalPID, "process.started and process.exited events and status carry the real OS pid of each stdio server process, so the harness can match them with the fixture's journal and check that no process is left behind."},
 		{CapRemoteRecovery, "remote (http) servers recover from what fails in the field, with remote.* events: a session the server forgot (404) is re-initialized once and an unseen call retried; a dropped response stream is resumed with Last-Event-ID after its `retry:`; a rejected credential is refreshed once through start.credentialsFile, then the server is in state needs-auth; Retry-After is honoured within the restart policy's longest delay."},
+		{CapHostHandlers, "the host-side handlers a server may use, each off unless its config entry enables it: \"progress\": true sends a progress token with each tool call and reports notifications/progress as tool.progress; \"sampling\": true answers sampling/createMessage with model \"mcplife-driver\" and the text `echo: <text of the last message>` (sampling.answered), refused otherwise; \"roots\" advertises those roots and answers roots/list (roots.listed); \"resources\" and \"prompts\": true list them after connect and on list_changed (resources.listed, prompts.listed)."},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/host"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func (d *driver) start(ctx context.Context, params json.RawMessage) (any, func(), error) {
@@ -62,6 +63,7 @@ func (d *driver) start(ctx context.Context, params json.RawMessage) (any, func()
 		},
 		Trusted:  p.Trusted,
 		CacheDir: p.CacheDir,
+		Sampling: driverSampling,
 	}
 	if p.CredentialsFile != "" {
 		hopts.Credentials = config.FileCredentials{Path: p.CredentialsFile}
@@ -224,4 +226,17 @@ func applyOptions(o *StartOptions, h *host.Options) error {
 		h.MaxResultChars = *o.MaxResultChars
 	}
 	return nil
+}
+
+// driverSampling is the reference driver's sampling callback (capability
+// host-handlers): a deterministic model that answers with the text of the
+// request's last message.
+func driverSampling(_ context.Context, _ string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	text := ""
+	if n := len(p.Messages); n > 0 {
+		if tc, ok := p.Messages[n-1].Content.(*mcp.TextContent); ok {
+			text = tc.Text
+		}
+	}
+	return &mcp.CreateMessageResult{Model: "mcplife-driver", Role: "assistant", Content: &mcp.TextContent{Text: "echo: " + text}}, nil
 }

@@ -110,7 +110,7 @@ type KindInfo struct {
 
 // Kinds returns the whole vocabulary in documentation order.
 func Kinds() []KindInfo {
-	return append([]KindInfo{
+	return slices.Concat([]KindInfo{
 		{ConfigLoaded, "a config source was read", "file, provider, level, servers"},
 		{ConfigError, "a config file or server entry was rejected; the server is skipped", "file, line, column, field, message"},
 		{ConfigWarning, "a config value was ignored or fell back to its default", "file, line, column, field, message"},
@@ -179,7 +179,9 @@ func Kinds() []KindInfo {
 		{RuntimeClosed, "the runtime closed; nothing is left running", ""},
 	},
 		// Remote servers: kind_remote.go.
-		remoteKinds()...)
+		remoteKinds(),
+		// Host-side handlers: kind_handlers.go.
+		handlerKinds())
 }
 
 // CheckDocumented reports an error when e's kind is not in the vocabulary,

@@ -192,6 +192,10 @@ func (s *server) callOnce(ctx context.Context, name string, args any, ci *callIn
 		defer stop()
 	}
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	if token, done := s.progressToken(ci); token != "" {
+		params.SetProgressToken(token)
+		defer done()
+	}
 	var res *mcp.CallToolResult
 	var err error
 	if s.rt.faults.on(faultCancelNotSent) {

@@ -18,10 +18,12 @@ var errPlannedClose = errors.New("connection closed by the runtime")
 
 // connection is one live MCP session with a server.
 type connection struct {
-	srv  *server
-	gen  int
-	cs   *mcp.ClientSession
-	proc *proc.Process // nil for remote transports
+	srv *server
+	gen int
+	cs  *mcp.ClientSession
+	// client is the go-sdk client of cs; SetRoots changes its roots.
+	client *mcp.Client
+	proc   *proc.Process // nil for remote transports
 	// sockets are the remote connection's sockets (nil for stdio).
 	sockets *socketSet
 	// remote is what the HTTP layer of a remote connection saw (nil for
@@ -101,11 +103,8 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	if rc != nil {
 		rc.conn = c
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: rt.opts.ClientName, Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.toolsChanged(c) },
-		Logger:                 rt.log,
-		ElicitationHandler:     s.elicitationHandler(), // handlers.go
-	})
+	client := s.newClient(c) // handlers_client.go
+	c.client = client
 	version := rt.opts.ProtocolVersion
 	if s.cfg.ProtocolVersion != "" {
 		version = s.cfg.ProtocolVersion

@@ -125,6 +125,15 @@ type Options struct {
 	// MaxSchemaDepth drops tools whose input schema nests objects and arrays
 	// deeper (default 64).
 	MaxSchemaDepth int
+	// Sampling answers sampling/createMessage for servers whose config has
+	// "sampling": true; nil refuses every sampling request and advertises
+	// no sampling capability.
+	Sampling SamplingFunc
+	// Progress, when set, receives every notifications/progress of a tool
+	// call of a server whose config has "progress": true (after its
+	// tool.progress event). It runs on the connection's read loop: it must
+	// not block.
+	Progress func(ProgressUpdate)
 	// Dial overrides how transports are made (tests).
 	Dial Dialer
 	// ClientName is the MCP client name sent in initialize ("mcplife").

@@ -65,6 +65,15 @@ type server struct {
 	gen             int
 	warnings        []string
 	remote          remoteServer // remote_server.go
+	// roots are advertised to the server (config "roots", or SetRoots);
+	// nil when its config has none.
+	roots []config.Root
+	// progress maps the progress tokens of calls in flight to their calls.
+	progress    map[string]*callInfo
+	progressSeq int
+	// progressEnded lists the tokens of ended calls, oldest first.
+	progressEnded []string
+	lists         listState // handlers_lists.go
 }
 
 func newServer(rt *Runtime, cfg *config.Server) (*server, error) {
@@ -84,6 +93,7 @@ func newServer(rt *Runtime, cfg *config.Server) (*server, error) {
 		changed:   make(chan struct{}),
 		state:     StateConnecting,
 		listeners: make(map[*Session]struct{}),
+		roots:     slices.Clone(cfg.Roots),
 	}, nil
 }
 
@@ -247,6 +257,7 @@ func (s *server) attempt(ctx context.Context, attempt int) error {
 	s.mu.Unlock()
 
 	s.writeCache(tools)
+	s.listAll(conn) // handlers_lists.go
 	return nil
 }
 
@@ -413,6 +424,7 @@ func (s *server) close(ctx context.Context, reason string) {
 			t.Stop()
 		}
 	}
+	s.stopListTimersLocked()
 	c := s.conn
 	s.conn = nil
 	s.unpublishLocked(reason)
@@ -441,6 +453,9 @@ func (s *server) status() ServerStatus {
 		Stderr:          s.stderr,
 		SessionReinits:  s.remote.reinits,
 		StreamResumes:   s.remote.resumes,
+		Roots:           len(s.roots),
+		Resources:       len(s.lists.resources),
+		Prompts:         len(s.lists.prompts),
 	}
 	if s.restarting && s.conn == nil {
 		st.State = StateRestarting

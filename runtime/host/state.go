@@ -50,4 +50,10 @@ type ServerStatus struct {
 	// StreamResumes counts dropped response streams resumed with
 	// Last-Event-ID.
 	StreamResumes int `json:"streamResumes,omitempty"`
+	// Roots, Resources and Prompts count the roots advertised to the
+	// server and the resources and prompts last listed (servers that enable
+	// "roots", "resources", "prompts").
+	Roots     int `json:"roots,omitempty"`
+	Resources int `json:"resources,omitempty"`
+	Prompts   int `json:"prompts,omitempty"`
 }
