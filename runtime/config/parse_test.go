@@ -122,6 +122,10 @@ func TestParseEntryWarnings(t *testing.T) {
 		{`{"command": "x", "maxMessageBytes": 100}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
 		{`{"command": "x", "maxMessageBytes": 2e9}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
 		{`{"command": "x", "maxMessageBytes": "16MiB"}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
+		{`{"command": "x", "stderrLimit": 100}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
+		{`{"command": "x", "stderrLimit": 1e7}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
+		{`{"command": "x", "stderrLimit": 4096.5}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
+		{`{"command": "x", "stderrLimit": "8KiB"}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
 		{`{"command": "x", "protocolVersion": 2025}`, "protocolVersion", func(s *Server) bool { return s.ProtocolVersion == "" }},
 		{`{"command": "x", "elicitation": "ask"}`, "elicitation", func(s *Server) bool { return s.Elicitation == "" }},
 		{`{"command": "x", "elicitation": true}`, "elicitation", func(s *Server) bool { return s.Elicitation == "" }},
@@ -153,7 +157,7 @@ func TestParseAllFields(t *testing.T) {
 	"env": {"A": "1"}, "cwd": "/srv", "enabled": false, "timeout": 2500, "toolTimeout": 0,
 	"shared": false, "restart": "bounded", "restartDelays": [0, 1000, 2500.5], "healthProbe": "tools-list",
 	"protocolVersion": "2025-06-18", "includeTools": ["a", "b"], "excludeTools": [], "maxResultChars": 1000, "maxMessageBytes": 65536,
-	"elicitation": "defaults", "requiresApproval": false, "auth": {"type": "oauth", "credentialId": "gh"}, "x-unknown": {"kept": true},
+	"stderrLimit": 4096, "elicitation": "defaults", "requiresApproval": false, "auth": {"type": "oauth", "credentialId": "gh"}, "x-unknown": {"kept": true},
 	"description": null
 }`
 	servers, diags := ParseFile("/f.json", []byte(fileWith("full", entry)), LevelUser, "mcplife", envOf())
@@ -167,7 +171,7 @@ func TestParseAllFields(t *testing.T) {
 		Enabled: false, Timeout: 2500 * time.Millisecond, ToolTimeout: NoTimeout, Shared: false,
 		Restart: RestartBounded, RestartDelays: []time.Duration{0, time.Second, 2500*time.Millisecond + 500*time.Microsecond},
 		Probe: ProbeToolsList, ProtocolVersion: "2025-06-18", IncludeTools: []string{"a", "b"}, ExcludeTools: []string{},
-		MaxResultChars: 1000, MaxMessageBytes: 65536, RequiresApproval: false, Elicitation: ElicitationDefaults,
+		MaxResultChars: 1000, MaxMessageBytes: 65536, StderrLimit: 4096, RequiresApproval: false, Elicitation: ElicitationDefaults,
 	}
 	got := fmt.Sprintf("%+v %+v", *s.Auth, stripMeta(s))
 	if exp := fmt.Sprintf("%+v %+v", *want.Auth, stripMeta(want)); got != exp {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 
+	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/proc"
 	"github.com/mcplife/mcplife/runtime/wire"
@@ -42,8 +43,18 @@ func (s *server) maxMessageBytes() int {
 	return s.rt.opts.MaxMessageBytes
 }
 
-// stdoutSpec fills the stdout guard fields of a stdio process spec.
+// stderrLimit is the stderr tail size of s.
+func (s *server) stderrLimit() int {
+	if s.cfg.StderrLimit > 0 {
+		return s.cfg.StderrLimit
+	}
+	return s.rt.opts.StderrLimit
+}
+
+// stdoutSpec fills the stdout guard fields (and the stderr tail size) of a
+// stdio process spec.
 func (s *server) stdoutSpec(spec proc.Spec) proc.Spec {
+	spec.StderrLimit = s.stderrLimit()
 	spec.MaxLineLength = s.maxMessageBytes()
 	spec.OnNoise = func(n wire.Noise) {
 		// The 1st, 2nd, 4th, 8th... line: a flood of noise costs a few
@@ -184,8 +195,8 @@ func Limits() []Limit {
 			"Dropped; `transport.noise` (lines, bytes, sample) for the 1st, 2nd, 4th, 8th... line of a connection, so a flood costs a few dozen events. The connection goes on."},
 		{"samples of what a server sent (in events and errors)", fmt.Sprintf("%d bytes", wire.SampleBytes), "—", "—",
 			"Cut; invalid UTF-8 and control characters become U+FFFD."},
-		{"stderr kept per process", fmt.Sprintf("last %d bytes", proc.DefaultStderrLimit), "—", "— (`proc.Spec.StderrLimit`)",
-			"Older bytes are discarded as they arrive; stderr is always drained, so a chatty server never blocks on a full pipe. The tail is shown in `server.failed` and the status."},
+		{"stderr kept per process", fmt.Sprintf("last %d bytes", proc.DefaultStderrLimit), fmt.Sprintf("`stderrLimit` (%d to %d)", config.MinStderrLimit, config.MaxStderrLimit), "`StderrLimit`",
+			"A fixed-size ring, allocated once at the first byte: older bytes are overwritten as they arrive, so its memory is the limit whatever the server writes; stderr is always drained, so a chatty server never blocks on a full pipe. The tail (starting on a whole UTF-8 character) is shown in `server.failed` and the status."},
 		{"tools per server", fmt.Sprintf("%d", DefaultMaxTools), "—", "`MaxTools`",
 			"Listing stops once one more tool arrived (no further pages are requested); the first ones are kept; `tools.limited` reason `too-many`."},
 		{"tool name length", fmt.Sprintf("%d bytes (the MCP specification's name length)", DefaultMaxToolNameBytes), "—", "`MaxToolNameBytes`",
