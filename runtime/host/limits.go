@@ -206,7 +206,7 @@ func Limits() []Limit {
 		{"tools/list_changed events per debounce window", fmt.Sprintf("%d `tools.changed`; the window re-arms during its first %d debounce periods", ListChangedEventBurst, ListChangedMaxDelayFactor), "—", "`ListChangedDebounce` (the period)",
 			"Later notifications are absorbed into the window's single refresh; `tools.change_flood` at 100, 1,000, 10,000... notifications. A steady flood cannot postpone the refresh past the re-arm bound."},
 		{"replies whose id matches no call in flight (unknown or duplicate ids)", "none", "—", "—",
-			"Ignored (go-sdk drops them); the connection and the calls go on."},
+			fmt.Sprintf("Dropped by go-sdk; the connection and the calls go on. A stdio or SSE connection reports them: `transport.stray_reply` (id, reason `unknown` or `duplicate`, replies) for the 1st, 2nd, 4th, 8th... stray reply of each reason. It remembers the requests in flight and the last %d answered and %d cancelled ids (a late reply to a cancelled call is no stray), so its memory does not grow with what the server sends. Streamable HTTP connections are not watched (go-sdk's client connection cannot be wrapped there).", strayMemory, strayMemory)},
 		{"event history kept in memory", fmt.Sprintf("%d events", DefaultEventLimit), "—", "`EventLimit` (negative: all)",
 			"A ring: the oldest events are dropped."},
 		{"tool result text", fmt.Sprintf("%d characters", DefaultMaxResultChars), "`maxResultChars`", "`MaxResultChars`",
