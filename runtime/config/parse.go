@@ -444,6 +444,16 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 		}
 	}
 
+	var stderrLimit int
+	if v, ok := c.fields["stderrLimit"]; ok {
+		f, isNum := v.number()
+		if !isNum || f != math.Trunc(f) || f < MinStderrLimit || f > MaxStderrLimit {
+			c.warn("stderrLimit", v.off, "must be a whole number of bytes from %d to %d, got %s; using the default", MinStderrLimit, MaxStderrLimit, v.raw())
+		} else {
+			stderrLimit = int(f)
+		}
+	}
+
 	if c.bad {
 		return nil
 	}
@@ -502,6 +512,7 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 		ExcludeTools:     exclude,
 		MaxResultChars:   maxChars,
 		MaxMessageBytes:  maxMessage,
+		StderrLimit:      stderrLimit,
 		RequiresApproval: approval,
 		Source:           p.src,
 		Raw:              bytes.Clone(v.raw()),

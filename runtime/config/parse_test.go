@@ -137,6 +137,10 @@ func TestParseEntryWarnings(t *testing.T) {
 		{`{"command": "x", "maxMessageBytes": 100}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
 		{`{"command": "x", "maxMessageBytes": 2e9}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
 		{`{"command": "x", "maxMessageBytes": "16MiB"}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
+		{`{"command": "x", "stderrLimit": 100}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
+		{`{"command": "x", "stderrLimit": 1e7}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
+		{`{"command": "x", "stderrLimit": 4096.5}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
+		{`{"command": "x", "stderrLimit": "8KiB"}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
 		{`{"command": "x", "protocolVersion": 2025}`, "protocolVersion", func(s *Server) bool { return s.ProtocolVersion == "" }},
 		{`{"command": "x", "elicitation": "ask"}`, "elicitation", func(s *Server) bool { return s.Elicitation == "" }},
 		{`{"command": "x", "elicitation": true}`, "elicitation", func(s *Server) bool { return s.Elicitation == "" }},
@@ -172,7 +176,7 @@ func TestParseAllFields(t *testing.T) {
 	"env": {"A": "1"}, "cwd": "/srv", "enabled": false, "timeout": 2500, "toolTimeout": 0,
 	"shared": false, "restart": "bounded", "restartDelays": [0, 1000, 2500.5], "healthProbe": "tools-list",
 	"protocolVersion": "2025-06-18", "includeTools": ["a", "b"], "excludeTools": [], "maxResultChars": 1000, "maxMessageBytes": 65536,
-	"elicitation": "defaults", "sampling": true, "progress": true, "resources": true, "prompts": true, "roots": ["rel/dir", "/abs", "file:///u/v"],
+	"stderrLimit": 4096, "elicitation": "defaults", "sampling": true, "progress": true, "resources": true, "prompts": true, "roots": ["rel/dir", "/abs", "file:///u/v"],
 	"requiresApproval": false, "auth": {"type": "oauth", "credentialId": "gh"}, "x-unknown": {"kept": true},
 	"description": null
 }`
@@ -187,7 +191,7 @@ func TestParseAllFields(t *testing.T) {
 		Enabled: false, Timeout: 2500 * time.Millisecond, ToolTimeout: NoTimeout, Shared: false,
 		Restart: RestartBounded, RestartDelays: []time.Duration{0, time.Second, 2500*time.Millisecond + 500*time.Microsecond},
 		Probe: ProbeToolsList, ProtocolVersion: "2025-06-18", IncludeTools: []string{"a", "b"}, ExcludeTools: []string{},
-		MaxResultChars: 1000, MaxMessageBytes: 65536, RequiresApproval: false, Elicitation: ElicitationDefaults,
+		MaxResultChars: 1000, MaxMessageBytes: 65536, StderrLimit: 4096, RequiresApproval: false, Elicitation: ElicitationDefaults,
 		Sampling: true, Progress: true, Resources: true, Prompts: true,
 		Roots: []Root{{URI: "file:///rel/dir", Name: "dir"}, {URI: "file:///abs", Name: "abs"}, {URI: "file:///u/v", Name: "v"}},
 	}

@@ -64,8 +64,10 @@
 // number >= 0 (default); "restartDelays" not a non-empty array of numbers
 // >= 0 (the policy's delays); "maxResultChars" not a whole number > 0
 // (default); "maxMessageBytes" not a whole number from 1024 to 1073741824
-// (default); an oauth "auth" without "credentialId" nor "grant" (no token
-// injected); registration fields of a client_credentials grant (ignored).
+// (default); "stderrLimit" not a whole number from MinStderrLimit to
+// MaxStderrLimit (default); an oauth "auth" without "credentialId" nor
+// "grant" (no token injected); registration fields of a client_credentials
+// grant (ignored).
 // Every fallback is the safe value. A JSON null counts as an absent field.
 // Unknown fields are ignored and kept in Server.Raw.
 //
@@ -259,6 +261,9 @@ type Server struct {
 	// MaxMessageBytes bounds one stdout message or non-JSON line of a stdio
 	// server ("maxMessageBytes"); 0 means the runtime's default (16 MiB).
 	MaxMessageBytes int `json:"-"`
+	// StderrLimit is how many bytes of a stdio server's stderr are kept as
+	// its tail ("stderrLimit"); 0 means the runtime's default (8 KiB).
+	StderrLimit int `json:"-"`
 	// RequiresApproval marks the server's tools as needing user approval
 	// ("requiresApproval"); true unless the file says false.
 	RequiresApproval bool `json:"-"`
@@ -269,6 +274,12 @@ type Server struct {
 	// a secret in the environment does not change the key.
 	Raw json.RawMessage `json:"-"`
 }
+
+// The bounds of a server's "stderrLimit".
+const (
+	MinStderrLimit = 256
+	MaxStderrLimit = 1 << 20
+)
 
 // NoTimeout is the Timeout or ToolTimeout value that disables a timeout.
 const NoTimeout time.Duration = -1

@@ -146,6 +146,8 @@ func commonAttrs() map[string]AttrInfo {
 		{Name: "resources", Type: TypeInt, Meaning: "resources kept for the server"},
 		{Name: "prompts", Type: TypeInt, Meaning: "prompts kept for the server"},
 		{Name: "truncated", Type: TypeBool, Meaning: "the listing stopped at the limit (maxTools); the first limit entries are kept"},
+		{Name: "replies", Type: TypeInt, Meaning: "stray replies of this reason on this connection so far"},
+		{Name: "id", Type: TypeString, Meaning: "a JSON-RPC id as JSON text (a number, or a quoted string of 200 bytes at most)"},
 		{Name: "notifications", Type: TypeInt, Meaning: "list_changed notifications so far in this debounce window"},
 	}
 	out := make(map[string]AttrInfo, len(list))
@@ -163,6 +165,8 @@ func kindAttrs() map[Kind][]AttrInfo {
 		ToolsLimited: {{Name: "reason", Type: TypeString, Values: []string{"too-many", "name-too-long", "schema-too-deep"}, Meaning: "the limit that dropped tools"},
 			{Name: "tools", Type: TypeInt, Meaning: "too-many: tools seen when listing stopped; otherwise tools dropped"},
 			{Name: "limit", Type: TypeInt, Meaning: "the limit in effect"}},
+		TransportStrayReply: {{Name: "reason", Type: TypeString, Values: []string{"unknown", "duplicate"},
+			Meaning: "unknown: an id the client never sent (or no longer remembers); duplicate: an id answered already"}},
 		TransportOversized:       {{Name: "limit", Type: TypeInt, Meaning: "maxMessageBytes in effect"}},
 		RemoteSessionExpired:     remoteMethod,
 		RemoteUnreachable:        remoteMethod,

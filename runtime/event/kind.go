@@ -40,8 +40,9 @@ const (
 	ProcessExited   Kind = "process.exited"
 	TransportClosed Kind = "transport.closed"
 	// Hostile stdout (issue 15).
-	TransportNoise     Kind = "transport.noise"
-	TransportOversized Kind = "transport.oversized"
+	TransportNoise      Kind = "transport.noise"
+	TransportOversized  Kind = "transport.oversized"
+	TransportStrayReply Kind = "transport.stray_reply"
 
 	// Startup gate.
 	GateOpened Kind = "gate.opened"
@@ -130,6 +131,7 @@ func Kinds() []KindInfo {
 		{TransportClosed, "a connection ended without the runtime asking", "transport, error"},
 		{TransportNoise, "a stdio server wrote a line that is not JSON-RPC to stdout; it was dropped and the connection goes on. Reported for the 1st, 2nd, 4th, 8th... dropped line of a connection; lines counts them all so far, sample is the line's start (200 bytes at most, made valid UTF-8, control characters replaced)", "lines, bytes, sample"},
 		{TransportOversized, "a stdio server's stdout message (json true) or non-JSON line exceeded its limit (maxMessageBytes); the connection ends with that error", "limit, json, sample"},
+		{TransportStrayReply, "a stdio or SSE server sent a reply whose id matches no request in flight (reason unknown: an id the client never sent or no longer remembers; duplicate: an id answered already); go-sdk drops it and the connection goes on. Reported for the 1st, 2nd, 4th, 8th... such reply of each reason on a connection; replies counts them so far, id is the reply's id as JSON text (200 bytes at most). A late reply to a cancelled request is no stray", "id, reason, replies"},
 
 		{GateOpened, "a session started waiting on the startup gate", "servers, timeout_ms"},
 		{GateClosed, "the startup gate closed; session start returns", "ready, failed, deferred, late, elapsed_ms"},

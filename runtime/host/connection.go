@@ -84,6 +84,9 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 		rc = newRemoteConn(s, resolved)
 	}
 	transport, err := rt.dial(cctx, s, resolved, &p, sockets, rc)
+	if err == nil {
+		transport = s.strayGuard(transport)
+	}
 	if err != nil {
 		return nil, nil, rt.connectFailed(s, p, err)
 	}

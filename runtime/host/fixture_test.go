@@ -16,6 +16,7 @@ import (
 	"github.com/mcplife/mcplife/runtime/bridge"
 	"github.com/mcplife/mcplife/runtime/clock/clocktest"
 	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/proc"
 	"github.com/mcplife/mcplife/runtime/proctest"
 )
 
@@ -431,5 +432,29 @@ func TestFixtureInFlightCallFailsFastOnKill(t *testing.T) {
 	}
 	if e.clock.Elapsed() != 0 {
 		t.Fatal("virtual time moved")
+	}
+}
+
+// TestFixtureStderrLimit: a server's stderrLimit bounds the stderr tail that
+// server.failed and the status quote, while another server keeps the
+// runtime's default.
+func TestFixtureStderrLimit(t *testing.T) {
+	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
+		// 100,000 bytes on stderr, then a tools/list go-sdk refuses.
+		knobs := map[string]string{"MCP_FIXTURE_STDERR_BYTES": "100000", "MCP_FIXTURE_SCHEMA_DEPTH": "1000"}
+		return map[string]json.RawMessage{
+			"small":   e.fixtureServer("small", knobs, `"stderrLimit": 300, "restart": "never"`),
+			"default": e.fixtureServer("default", knobs, `"restart": "never"`),
+		}
+	}, Options{StartupGate: -1})
+	if _, err := e.rt.OpenSession(t.Context(), SessionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, limit := range map[string]int{"small": 300, "default": proc.DefaultStderrLimit} {
+		f := e.await(m(event.ServerFailed, name))
+		tail, _ := f.Get("stderr")
+		if len(tail) > limit || len(tail) < limit-100 {
+			t.Errorf("%s: stderr tail of %d bytes (limit %d): %q", name, len(tail), limit, tail)
+		}
 	}
 }

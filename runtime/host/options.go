@@ -116,6 +116,10 @@ type Options struct {
 	// maxMessageBytes overrides it; a negative value means no limit. A server
 	// that exceeds it loses its connection (transport.oversized).
 	MaxMessageBytes int
+	// StderrLimit is how many bytes of a stdio server's stderr are kept as
+	// its tail, in a fixed-size ring (default 8 KiB, proc.DefaultStderrLimit);
+	// a server's stderrLimit overrides it.
+	StderrLimit int
 	// MaxTools bounds the tools kept per server (default 256); listing
 	// stops past it (tools.limited).
 	MaxTools int
@@ -185,6 +189,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.StderrLimit <= 0 {
+		o.StderrLimit = proc.DefaultStderrLimit
 	}
 	if o.MaxTools <= 0 {
 		o.MaxTools = DefaultMaxTools

@@ -3,11 +3,9 @@ package proc
 import (
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 )
 
@@ -113,46 +111,6 @@ func (w *pipeWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
 func (w *pipeWriter) Close() error {
 	w.closeOnce.Do(func() { w.closeErr = w.f.Close() })
 	return w.closeErr
-}
-
-// tailBuffer keeps the last limit bytes written to it.
-type tailBuffer struct {
-	mu        sync.Mutex
-	limit     int
-	buf       []byte
-	truncated bool
-}
-
-func (b *tailBuffer) Write(p []byte) {
-	if len(p) == 0 {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(p) >= b.limit {
-		b.truncated = b.truncated || len(b.buf) > 0 || len(p) > b.limit
-		b.buf = append(b.buf[:0], p[len(p)-b.limit:]...)
-		return
-	}
-	if drop := len(b.buf) + len(p) - b.limit; drop > 0 {
-		b.truncated = true
-		b.buf = b.buf[:copy(b.buf, b.buf[drop:])]
-	}
-	b.buf = append(b.buf, p...)
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	s := b.buf
-	if b.truncated {
-		// Do not start in the middle of a UTF-8 sequence.
-		for i := 0; i < utf8.UTFMax-1 && len(s) > 0 && !utf8.RuneStart(s[0]); i++ {
-			s = s[1:]
-		}
-	}
-	out := string(s)
-	b.mu.Unlock()
-	return strings.TrimSpace(out)
 }
 
 // waitNoReap blocks until the process pid has exited, leaving it unreaped

@@ -263,7 +263,7 @@ func Start(spec Spec, c clock.Clock) (*Process, error) {
 		stdout: stdout,
 		guard:  wire.NewReader(stdout, wire.Options{MaxMessageBytes: max(maxLine, 0), OnNoise: spec.OnNoise, OnTooLarge: spec.OnTooLarge}),
 		stderr: &drainReader{f: errR},
-		tail:   &tailBuffer{limit: limit},
+		tail:   newTailBuffer(limit),
 		done:   make(chan struct{}),
 		waited: make(chan struct{}),
 	}

@@ -400,7 +400,7 @@ func TestStderrTail(t *testing.T) {
 }
 
 func TestTailBuffer(t *testing.T) {
-	b := &tailBuffer{limit: 5}
+	b := newTailBuffer(5)
 	b.Write([]byte("ab"))
 	if got := b.String(); got != "ab" {
 		t.Fatalf("got %q", got)
