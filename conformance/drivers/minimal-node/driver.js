@@ -76,7 +76,8 @@ class GroupTransport {
     child.stdin.on('error', (err) => this.onerror?.(err)); // EPIPE: the server died
     child.once('exit', (code, signal) => {
       this.exited = true;
-      emit('process.exited', name, { pid: child.pid, status: signal ?? `exit status ${code}`, planned: Boolean(this.s.stopping) });
+      const status = signal ? `killed by ${signal}` : `exit status ${code}`;
+      emit('process.exited', name, { pid: child.pid, status, planned: Boolean(this.s.stopping) });
     });
   }
   read(chunk) {
@@ -296,8 +297,9 @@ async function runCall(p, signal) {
     result.text = result.aborted ? '' : `MCP error: ${message.replace(/^MCP error -?\d+: /, '')}`;
   }
   result.originalChars = result.text.length;
-  const outcome = code === 'aborted' ? 'aborted' : code ? 'error' : result.isError ? 'tool-error' : 'ok';
-  emit('tool.call_finished', s.name, { call: p.callId, tool: p.tool, outcome, code }, p.session);
+  const outcome = code === 'aborted' ? 'aborted' : code ? 'error' : result.isError ? 'tool_error' : 'ok';
+  // The event's code is a runtime code (mcp_*) or "": `failed` and `aborted` are outcomes.
+  emit('tool.call_finished', s.name, { call: p.callId, tool: p.tool, outcome, code: code.startsWith('mcp_') ? code : '' }, p.session);
   return { result, ...(code && { error: { code, message } }) };
 }
 
