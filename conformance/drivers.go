@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/onsi/ginkgo/v2"
 )
 
@@ -119,6 +120,15 @@ func (h *H) closeDriver() []string {
 	}
 	for _, err := range c.Problems() {
 		errs = append(errs, fmt.Sprintf("protocol: %v", err))
+	}
+	// The event vocabulary (docs/DRIVER.md section 6): no attribute a kind
+	// does not list, enumerated values from their lists. Each problem once.
+	seen := map[string]bool{}
+	for _, e := range c.Events() {
+		if err := event.CheckDocumented(e); err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			errs = append(errs, fmt.Sprintf("protocol: event vocabulary (docs/DRIVER.md section 6): event seq %d: %s", e.Seq, strings.ReplaceAll(err.Error(), "\n", "; ")))
+		}
 	}
 	h.lastClient = c
 	h.c = nil

@@ -156,7 +156,7 @@ func summarize(s *state, rep types.Report) *Result {
 	for _, sr := range rep.SpecReports {
 		r, ok := reqOf(sr)
 		if !ok {
-			if sr.State.Is(types.SpecStateFailureStates) {
+			if sr.State.Is(types.SpecStateFailureStates) && sr.Failure.Message != nothingApplied {
 				res.SuiteFailures = append(res.SuiteFailures, fmt.Sprintf("%s: %s", sr.LeafNodeType, sr.Failure.Message))
 			}
 			continue
@@ -267,7 +267,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	switch {
 	case r.OK:
 	case r.Failed == 0 && len(r.SuiteFailures) == 0 && r.Passed+r.Expected == 0:
-		verdict = fmt.Sprintf("FAIL: no requirement ran (%d not applicable, %d not selected): the driver claims none of the selected profiles, or lacks the capabilities they need; a run that checks nothing proves nothing", r.NotApplicable, r.Skipped-r.NotApplicable)
+		verdict = fmt.Sprintf("FAIL: %s (%d not applicable, %d not selected): %s", nothingRan, r.NotApplicable, r.Skipped-r.NotApplicable, nothingRanWhy)
 	default:
 		verdict = "FAIL"
 	}

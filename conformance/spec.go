@@ -26,6 +26,7 @@ func Spec(r Requirement, body func(h *H)) bool {
 			if why := suite.notApplicable(r); why != "" {
 				ginkgo.Skip(why)
 			}
+			suite.applied++
 			ginkgo.AddReportEntry("requirement", ginkgo.ReportEntryVisibilityNever,
 				fmt.Sprintf("%s %s: %s (source: %s)", r.ID, r.Level, r.Statement, r.Source))
 			ginkgo.AddReportEntry("clock", ginkgo.ReportEntryVisibilityNever, suite.modeString())

@@ -109,8 +109,9 @@ var _ = Spec(Requirement{
 	)
 	h.Start(Setup{ConfigFiles: files, Trusted: true, Env: map[string]string{"LEAK_ADDR": leak, "OWN_ADDR": "127.0.0.1:9", "USER_ADDR": user}})
 	h.Open("main")
-	h.AwaitJournal("own", "initialized", 1)
-	h.AwaitJournal("user", "initialized", 1)
+	initialized := func(j JournalEntries) bool { return j.Count("initialized") > 0 }
+	h.AwaitJournalFunc("own", `the project-level server "own" initialized: its url expands from its own env block (start.configFiles, level project, trusted)`, initialized)
+	h.AwaitJournalFunc("user", `the user-level server "user" initialized: its url expands from start.env (start.configFiles, level user)`, initialized)
 	h.Verify(Journal, true, "the project server expanded from its own env block and the user server from the environment both connected", "own and user initialized")
 	// Bound: the implementation's decision about the server whose url
 	// cannot be expanded.
@@ -274,7 +275,8 @@ var _ = Spec(Requirement{
 	)
 	h.Start(Setup{ConfigFiles: files, Trusted: true, SkipProjectConfig: true})
 	h.Open("main")
-	h.AwaitJournal("fx-user", "tools-list", 1)
+	h.AwaitJournalFunc("fx-user", "the user-level definition of fx (start.configFiles, level user) listed its tools: with skipProjectConfig it is the only fx",
+		func(j JournalEntries) bool { return j.Count("tools-list") > 0 })
 	h.Verify(Journal, len(h.Journal("fx-project").Launches()) == 0 && len(h.Journal("only-project").Launches()) == 0,
 		"no project-level definition ran, while the user-level fx did", "")
 	h.Verify(Response, h.Status("fx").Source.Level == "user", "fx comes from the user-level file", "%+v", h.Status("fx").Source)

@@ -215,6 +215,9 @@ type state struct {
 	validator *driver.Validator
 	result    *Result
 	setupErr  error
+	// applied counts the specs that applied to the driver and ran their
+	// body; specs run one at a time.
+	applied int
 }
 
 var suite *state
@@ -246,6 +249,9 @@ func Run(t ginkgo.GinkgoTestingT, cfg Config) (*Result, error) {
 		}
 		suiteConfig.LabelFilter = f
 	}
+	if err := selectsSome(suiteConfig.LabelFilter); err != nil {
+		return nil, err
+	}
 	if cfg.JUnitReport != "" {
 		reporterConfig.JUnitReport = cfg.JUnitReport
 	}
@@ -270,6 +276,25 @@ func Run(t ginkgo.GinkgoTestingT, cfg Config) (*Result, error) {
 		return nil, errors.New("the suite produced no result")
 	}
 	return suite.result, nil
+}
+
+// selectsSome reports an error when the label filter selects no
+// requirement: ginkgo would then run no suite node at all and end in
+// "SUCCESS!" although nothing was checked.
+func selectsSome(filter string) error {
+	if filter == "" {
+		return nil
+	}
+	match, err := types.ParseLabelFilter(filter)
+	if err != nil {
+		return fmt.Errorf("label filter %q: %w", filter, err)
+	}
+	for _, r := range Requirements() {
+		if match(r.Labels()) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the selection (label filter %q) matches no requirement", filter)
 }
 
 // The suite-level nodes.
@@ -314,6 +339,22 @@ var _ = ginkgo.BeforeSuite(func(ctx ginkgo.SpecContext) {
 	}
 	ginkgo.GinkgoWriter.Printf("conformance: %s %s via %s; clock %s\n", suite.hello.Implementation.Name,
 		suite.hello.Implementation.Version, suite.cfg.Target.Name, suite.modeString())
+})
+
+// nothingApplied is the failure of a run in which no selected requirement
+// applied to the driver. It fails ginkgo's verdict too, so its output does
+// not end in "SUCCESS!" after the summary's FAIL; the summary reports it in
+// its verdict line, with the counts, instead of as a suite failure.
+const (
+	nothingApplied = nothingRan + ": " + nothingRanWhy
+	nothingRan     = "no requirement ran"
+	nothingRanWhy  = "the driver claims none of the selected profiles, or lacks the capabilities they need; a run that checks nothing proves nothing"
+)
+
+var _ = ginkgo.AfterSuite(func() {
+	if suite != nil && suite.setupErr == nil && suite.applied == 0 {
+		ginkgo.Fail(nothingApplied)
+	}
 })
 
 var _ = ginkgo.ReportAfterSuite("conformance summary", func(r ginkgo.Report) {

@@ -64,7 +64,8 @@ function attachHooks(name, c) {
   });
   // client.onclose is free: the library hooks the transport, not the client.
   c.onclose = () => {
-    if (pid) wire.event('process.exited', { server: name, attrs: { pid, status: 'closed', planned: Boolean(wire.closing) } });
+    // The exit status stays inside the SDK's transport: omitted, not invented.
+    if (pid) wire.event('process.exited', { server: name, attrs: { pid, planned: Boolean(wire.closing) } });
     if (!wire.closing) wire.event('transport.closed', { server: name, attrs: { transport: defs.get(name).transport, error: 'connection closed' } });
   };
 }
@@ -141,15 +142,15 @@ async function callTool(p, signal) {
     const code = classify(err, signal);
     const message = String(err?.message ?? err);
     if (code === 'aborted') {
-      finish('aborted', 'aborted');
+      finish('aborted', '');
       return { result: { ...base, text: '', aborted: true, code, server: t.server, tool: t.name }, error: { code, message } };
     }
     if (code === 'mcp_tool_timeout') {
-      wire.event('tool.timeout', { server: t.server, session: p.session, attrs: { call, tool: t.tool, timeout_ms: p.timeoutMs ?? options.toolTimeoutMs ?? 0 } });
+      wire.event('tool.timeout', { server: t.server, session: p.session, attrs: { call, tool: t.name, timeout_ms: p.timeoutMs ?? options.toolTimeoutMs ?? 0 } });
     }
     // The library throws a ToolException for a failed call and for a result
     // the server marked isError alike; the agent sees its message.
-    finish('error', code);
+    finish('error', code.startsWith('mcp_') ? code : ''); // the event carries runtime codes only
     return { result: { ...base, text: message, code, originalChars: message.length, server: t.server, tool: t.name }, error: { code, message } };
   }
 }

@@ -60,7 +60,7 @@ function start(params) {
 class GroupTransport {
   constructor(s) {
     this.s = s;
-    this.buffer = new ReadBuffer();
+    this.buffer = new ReadBuffer(); // a line longer than 10 MiB throws
   }
   async start() {
     const { command, args = [], env: own = {} } = this.s.def;
@@ -70,26 +70,54 @@ class GroupTransport {
     this.child = child;
     const name = this.s.name;
     emit('process.started', name, { pid: child.pid, command });
-    child.stdout.on('data', (chunk) => {
-      this.buffer.append(chunk);
-      for (let m; (m = this.buffer.readMessage()) !== null; ) this.onmessage?.(m);
-    });
+    child.stdout.on('data', (chunk) => this.read(chunk));
+    child.stdout.once('close', () => this.lost()); // the process ended or closed its stdout
     child.stderr.on('data', (chunk) => (this.s.stderr = (this.s.stderr + chunk).slice(-2000)));
     child.stdin.on('error', (err) => this.onerror?.(err)); // EPIPE: the server died
     child.once('exit', (code, signal) => {
       this.exited = true;
-      emit('process.exited', name, { pid: child.pid, status: signal ?? `exit status ${code}`, planned: Boolean(this.s.stopping) });
+      const status = signal ? `killed by ${signal}` : `exit status ${code}`;
+      emit('process.exited', name, { pid: child.pid, status, planned: Boolean(this.s.stopping) });
     });
-    child.once('close', () => this.onclose?.());
+  }
+  read(chunk) {
+    if (this.ended) return;
+    try {
+      this.buffer.append(chunk);
+    } catch {
+      return this.lost(); // one line past the cap: the server is out of step for good
+    }
+    for (;;) {
+      let message;
+      try {
+        message = this.buffer.readMessage();
+      } catch {
+        continue; // not JSON-RPC (a banner, a log line): the line is dropped
+      }
+      if (message === null) return;
+      this.onmessage?.(message);
+    }
+  }
+  // lost ends the connection once: the Client fails the requests in flight
+  // at once, and the process, maybe still running, is stopped.
+  lost() {
+    if (this.ended) return;
+    this.ended = true;
+    this.onclose?.();
+    this.close();
   }
   async send(message) {
     this.child.stdin.write(serializeMessage(message));
   }
   // close escalates: stdin closed, then SIGTERM, then SIGKILL to the group.
-  async close() {
+  close() {
+    this.closing ??= this.stop();
+    return this.closing;
+  }
+  async stop() {
     const child = this.child;
     if (!child) return;
-    const gone = new Promise((resolve) => child.once('close', resolve));
+    const gone = this.exited ? Promise.resolve() : new Promise((resolve) => child.once('exit', resolve));
     const wait = (ms) => Promise.race([gone, new Promise((r) => setTimeout(r, ms))]);
     child.stdin.end();
     await wait(2000);
@@ -269,8 +297,9 @@ async function runCall(p, signal) {
     result.text = result.aborted ? '' : `MCP error: ${message.replace(/^MCP error -?\d+: /, '')}`;
   }
   result.originalChars = result.text.length;
-  const outcome = code === 'aborted' ? 'aborted' : code ? 'error' : result.isError ? 'tool-error' : 'ok';
-  emit('tool.call_finished', s.name, { call: p.callId, tool: p.tool, outcome, code }, p.session);
+  const outcome = code === 'aborted' ? 'aborted' : code ? 'error' : result.isError ? 'tool_error' : 'ok';
+  // The event's code is a runtime code (mcp_*) or "": `failed` and `aborted` are outcomes.
+  emit('tool.call_finished', s.name, { call: p.callId, tool: p.tool, outcome, code: code.startsWith('mcp_') ? code : '' }, p.session);
   return { result, ...(code && { error: { code, message } }) };
 }
 

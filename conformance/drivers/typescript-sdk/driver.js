@@ -59,7 +59,7 @@ class Server {
 
   policy() {
     if (this.def.restart === 'never') return 'never';
-    return 'on-close';
+    return 'bounded'; // a few delays from client.onclose, then failed
   }
 
   delays() {
@@ -84,7 +84,7 @@ class Server {
         t._process?.once('exit', (code, signal) => {
           wire.event('process.exited', {
             server: this.name,
-            attrs: { pid, status: signal ? `signal: ${signal}` : `exit status ${code}`, planned: this.stopping || this.closed },
+            attrs: { pid, status: signal ? `killed by ${signal}` : `exit status ${code}`, planned: this.stopping || this.closed },
           });
         });
       };
@@ -191,7 +191,7 @@ class Server {
     const error = this.stderr.toString();
     wire.event('transport.closed', { server: this.name, attrs: { transport: this.def.transport, error: 'connection closed' } });
     for (const s of sessions.keys()) {
-      wire.event('tools.unregistered', { server: this.name, session: s, attrs: { tools: this.tools.length, reason: 'connection closed' } });
+      wire.event('tools.unregistered', { server: this.name, session: s, attrs: { tools: this.tools.length, reason: 'connection lost' } });
     }
     this.tools = [];
     this.connectedAtMs = undefined;
@@ -212,19 +212,19 @@ class Server {
     this.restartTimer = setTimeout(async () => {
       this.restartTimer = null;
       if (this.closed) return;
-      wire.event('restart.attempt', { server: this.name, attrs: { reason: 'connection closed', attempt } });
+      wire.event('restart.attempt', { server: this.name, attrs: { reason: 'transport-exit', attempt } });
       if (await this.connect(attempt)) {
-        wire.event('restart.succeeded', { server: this.name, attrs: { reason: 'connection closed', attempt } });
+        wire.event('restart.succeeded', { server: this.name, attrs: { reason: 'transport-exit', attempt } });
       } else if (!this.closed) {
         const next = this.delays()[attempt];
         wire.event('restart.failed', {
           server: this.name,
-          attrs: { reason: 'connection closed', attempt, error: this.error, next_delay_ms: next ?? 0 },
+          attrs: { reason: 'transport-exit', attempt, error: this.error, next_delay_ms: next ?? 0 },
         });
         this.scheduleRestart();
       }
     }, delay);
-    wire.event('restart.scheduled', { server: this.name, attrs: { reason: 'connection closed', attempt, delay_ms: delay, policy: this.policy() } });
+    wire.event('restart.scheduled', { server: this.name, attrs: { reason: 'transport-exit', attempt, delay_ms: delay, policy: this.policy() } });
   }
 
   /** close stops the server the SDK's way (stdin closed, SIGTERM, SIGKILL to the child). */
@@ -304,23 +304,23 @@ async function callTool(p, signal) {
     });
     const text = flattenContent(res.content);
     const isError = res.isError === true;
-    finish(isError ? 'tool-error' : 'ok', '');
+    finish(isError ? 'tool_error' : 'ok', '');
     return { result: { ...base, text, isError, originalChars: text.length, server: srv.name, tool: t.name } };
   } catch (err) {
     const code = classify(err, signal);
     const message = String(err?.message ?? err);
     if (code === 'mcp_tool_timeout') {
-      wire.event('tool.timeout', { server: srv.name, session: p.session, attrs: { call, tool: t.tool, timeout_ms: timeout } });
+      wire.event('tool.timeout', { server: srv.name, session: p.session, attrs: { call, tool: t.name, timeout_ms: timeout } });
     }
     if (code === 'aborted') {
-      finish('aborted', 'aborted');
+      finish('aborted', '');
       return {
         result: { ...base, text: '', aborted: true, code: 'aborted', server: srv.name, tool: t.name },
         error: { code: 'aborted', message },
       };
     }
     // What the agent sees is the SDK's error message.
-    finish('error', code);
+    finish('error', code.startsWith('mcp_') ? code : ''); // the event carries runtime codes only
     return {
       result: { ...base, text: message, code, originalChars: message.length, server: srv.name, tool: t.name },
       error: { code, message },
