@@ -228,6 +228,10 @@ func (r *Registry) view() (visible []Tool, collisions []Collision) {
 		r.collisions = nil
 		for _, cands := range r.byName {
 			r.visible = append(r.visible, cands[0])
+			if faultOn("collision-both-listed") {
+				// Defect: every tool mapping to the name is listed.
+				r.visible = append(r.visible, cands[1:]...)
+			}
 		}
 		slices.SortFunc(r.visible, func(a, b Tool) int { return cmp.Compare(a.Name, b.Name) })
 		for _, v := range r.visible {

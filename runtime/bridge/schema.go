@@ -77,6 +77,9 @@ func convertRaw(raw []byte) json.RawMessage {
 
 // needsProperties reports whether m is an object schema without properties.
 func needsProperties(m map[string]any) bool {
+	if faultOn("schema-unpatched") {
+		return false // defect: object schemas without properties pass through
+	}
 	if p, ok := m["properties"]; ok && p != nil {
 		return false
 	}

@@ -32,7 +32,9 @@ var markerPattern = sync.OnceValue(func() *regexp.Regexp {
 // allowed after "<" and around "/") is replaced by "&lt;", so a response
 // cannot close the boundary early or open a fake one; see NeutralizeMarkers.
 func Wrap(server, tool, body string) string {
-	body = NeutralizeMarkers(body)
+	if !faultOn("markers-kept") {
+		body = NeutralizeMarkers(body)
+	}
 	var b strings.Builder
 	b.Grow(len(body) + len(server) + len(tool) + 80)
 	b.WriteString(wrapOpenTag)

@@ -105,7 +105,7 @@ func (sess *Session) attach(ctx context.Context) error {
 	for _, c := range cfg.Servers {
 		var s *server
 		var err error
-		if c.Shared {
+		if c.Shared || rt.faults.on(faultPrivatePooled) {
 			s, err = rt.acquire(c, sess)
 		} else {
 			s, err = sess.startPrivate(c)
@@ -182,6 +182,9 @@ func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) 
 		for _, s := range entries {
 			s.mu.Lock()
 			settled := s.settledLocked()
+			if settled && !expired && s.conn == nil && !s.connectedOnce && rt.faults.on(faultGateHeldByFailed) {
+				settled = false // defect: only a connected server settles the gate
+			}
 			deferred := s.deferred && len(s.published) > 0
 			s.mu.Unlock()
 			if settled {
@@ -192,7 +195,7 @@ func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) 
 				holding++
 			}
 		}
-		if pending == 0 || (expired && holding == 0) {
+		if pending == 0 || (expired && (holding == 0 || rt.faults.on(faultGateDropsPending))) {
 			break
 		}
 		select {
@@ -231,6 +234,10 @@ func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) 
 	sess.mu.Unlock()
 	sess.emit("", event.GateClosed, event.Int("ready", len(rep.Ready)), event.Int("failed", len(rep.Failed)),
 		event.Int("deferred", len(rep.Deferred)), event.Int("late", len(rep.Late)), event.Millis("elapsed_ms", rep.Elapsed))
+	if len(rep.Failed) > 0 && rt.faults.on(faultSessionFailsWithServer) {
+		// Defect: one failed server fails the whole session start.
+		return fmt.Errorf("session start: %d servers failed: %v", len(rep.Failed), rep.Failed)
+	}
 	return nil
 }
 
@@ -333,6 +340,10 @@ func (sess *Session) CallTool(ctx context.Context, name string, args any) (bridg
 	}
 	if len(r.Signals) > 0 {
 		sess.emit(s.name, event.ToolInjectionSignal, event.String("tool", name), event.Strings("signals", r.Signals))
+		if sess.rt.faults.on(faultInjectionBlocks) {
+			// Defect: detection blocks the result instead of flagging it.
+			r = bridge.MapError(errors.New("result blocked: possible prompt injection"), opts)
+		}
 	}
 	code := r.Code
 	if code == "" && err != nil {
