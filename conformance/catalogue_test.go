@@ -21,7 +21,8 @@ const (
 )
 
 // TestCatalogue keeps the golden catalogue and the generated sections of
-// docs/CONFORMANCE.md in step with the requirements declared in the specs.
+// docs/CONFORMANCE.md in step with the requirements declared in the specs,
+// and checks that every requirement has a proof of teeth (teeth.golden).
 // MCPLIFE_UPDATE_DOCS=1 rewrites them.
 func TestCatalogue(t *testing.T) {
 	want := CatalogueJSON()
@@ -47,6 +48,7 @@ func TestCatalogue(t *testing.T) {
 	if err := docsection.Check("../docs/DRIVER.md", DocSectionPrerequisites, PrerequisitesMarkdown()); err != nil {
 		t.Error(err)
 	}
+	checkTeethGolden(t)
 }
 
 // teethMarkdown renders the teeth table for docs/CONFORMANCE.md.

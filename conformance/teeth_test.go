@@ -207,13 +207,19 @@ func tail(s string, n int) string {
 // teethParallelEnv overrides how many suite runs TestTeeth makes at once.
 const teethParallelEnv = "MCPLIFE_TEETH_PARALLEL"
 
+// teethFullEnv selects TestTeeth's full mode: the whole suite per variant
+// (.ci/teeth-full).
+const teethFullEnv = "MCPLIFE_TEETH_FULL"
+
 // TestTeeth proves the suite catches broken runtimes: it builds the harness
 // with the deliberate defects of runtime/host (-tags mcplife_faults) and
-// runs the whole suite through `harness driver` against the unbroken
-// runtime (every requirement must pass), against each broken variant (the
-// exact set of the teeth table must fail), and against a driver that claims
-// less (what it does not claim is not applicable; the rest runs in real
-// time). The runs mostly wait, so several run at once.
+// runs the suite through `harness driver` against the unbroken runtime
+// (every requirement must pass), against each broken variant, and against a
+// driver that claims less (what it does not claim is not applicable; the
+// rest runs in real time). By default a variant runs only the requirements
+// of its row (-req names+also), and each must fail. With
+// MCPLIFE_TEETH_FULL=1 it runs the whole suite, and the failing set must be
+// exactly the row's. The runs mostly wait, so several run at once.
 func TestTeeth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the harness and runs the suite once per variant")
@@ -221,6 +227,7 @@ func TestTeeth(t *testing.T) {
 	if os.Getenv(skipTeethEnv) != "" {
 		t.Skipf("%s is set (.ci/mutation runs the conformance suite alone)", skipTeethEnv)
 	}
+	full := os.Getenv(teethFullEnv) != ""
 	bin := buildHarness(t)
 	impl := "-impl=" + bin + " driver"
 	// Broken variants make specs wait for what never comes, or drivers that
@@ -260,7 +267,11 @@ func TestTeeth(t *testing.T) {
 		if err := os.WriteFile(baseline, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		jobs = append(jobs, &job{name: v.fault, env: []string{faultsEnv + "=" + v.fault}, args: append([]string{impl, "-baseline=" + baseline}, limits...), want: want})
+		args := append([]string{impl, "-baseline=" + baseline}, limits...)
+		if !full {
+			args = append(args, "-req="+strings.Join(want, ","))
+		}
+		jobs = append(jobs, &job{name: v.fault, env: []string{faultsEnv + "=" + v.fault}, args: args, want: want})
 	}
 
 	parallel := 4
@@ -329,6 +340,9 @@ func TestTeeth(t *testing.T) {
 				}
 				if !slices.Equal(run.failing, j.want) {
 					t.Errorf("variant %s fails %v, the teeth table says %v", j.name, run.failing, j.want)
+				}
+				if ran := len(run.verdicts) - len(run.skipped); !full && ran != len(j.want) {
+					t.Errorf("variant %s ran %d requirements, want the %d of its row (-req)", j.name, ran, len(j.want))
 				}
 				if run.exit != 0 {
 					t.Errorf("variant %s with its expected failures as baseline: exit %d, want 0", j.name, run.exit)
