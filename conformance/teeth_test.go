@@ -97,7 +97,9 @@ var teeth = []struct {
 	{"schema-unpatched", "an object schema without \"properties\" reaches the agent unpatched",
 		"CORE-SCHEMA-001", nil},
 	{"session-fails-with-server", "one server that fails to start fails the whole session.open",
-		"CORE-SESSION-001", nil},
+		// Every requirement whose session has a server that fails to start
+		// fails at session.open.
+		"CORE-SESSION-001", []string{"BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "CORE-HANDSHAKE-001", "CORE-HOSTILE-003", "CORE-STATUS-002", "GATE-FAST-001", "SEC-TRUST-001", "SHARED-RESTART-001", "SHARED-STABLE-001"}},
 	{"status-no-pid", "status leaves out the pid of a connected stdio server",
 		"CORE-STATUS-001", nil},
 	{"no-stderr-tail", "a failed start's error and status leave out the server's stderr",
@@ -107,17 +109,23 @@ var teeth = []struct {
 	{"no-sigkill", "stopping a server escalates to SIGTERM but never to SIGKILL",
 		"CORE-TEARDOWN-002", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
-		"GATE-FAST-001", nil},
+		// Every session with a server that fails to start waits for a gate
+		// timeout that the virtual clock of those specs never reaches.
+		"GATE-FAST-001", []string{"BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "CORE-HANDSHAKE-001", "CORE-HOSTILE-003", "CORE-SESSION-001", "CORE-STATUS-002", "SEC-TRUST-001", "SHARED-RESTART-001", "SHARED-STABLE-001"}},
 	{"gate-drops-pending", "without late registration, session.open still returns at the gate's timeout",
 		"GATE-HOLD-001", nil},
 	{"idle-timeout-ignored", "idleTimeoutMs is ignored: an unreferenced shared server runs until shutdown",
 		"SHARED-IDLE-002", nil},
 	{"private-pooled", "a \"shared\": false server is pooled like a shared one",
-		"SHARED-POOL-003", nil},
+		// Closing the session no longer stops the private server that
+		// ignores EOF and SIGTERM.
+		"SHARED-POOL-003", []string{"CORE-TEARDOWN-002"}},
 	{"restart-delays-ignored", "a server's \"restartDelays\" are ignored for its policy's defaults",
-		"BOUNDED-DELAYS-001", nil},
+		// The remote specs configure restartDelays too.
+		"BOUNDED-DELAYS-001", []string{"REMOTE-REFUSED-001", "REMOTE-RETRYAFTER-001"}},
 	{"bounded-gives-up-early", "the bounded policy gives up one attempt early (off by one at the end of its delays)",
-		"BOUNDED-RESTART-001", nil},
+		// Every bounded schedule is one attempt short.
+		"BOUNDED-RESTART-001", []string{"BOUNDED-CRASHLOOP-001", "BOUNDED-DELAYS-001", "BOUNDED-RESTART-002"}},
 	{"collision-both-listed", "tools whose exposed names collide are all listed",
 		"REG-COLLISION-001", nil},
 	{"disconnect-restarts", "server.disconnect restarts the server, like a reconnect",
@@ -145,7 +153,8 @@ var teeth = []struct {
 	{"markers-kept", "boundary markers inside a result are not neutralized",
 		"SEC-WRAP-002", nil},
 	{"remote-init-final", "a remote server whose first connect fails is never retried",
-		"REMOTE-REFUSED-001", nil},
+		// The handshake refused with Retry-After is not retried either.
+		"REMOTE-REFUSED-001", []string{"REMOTE-RETRYAFTER-002"}},
 }
 
 // buildHarness builds cmd/harness with the mcplife_faults tag, once.
