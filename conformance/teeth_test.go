@@ -37,12 +37,7 @@ const faultsEnv = "MCPLIFE_FAULTS"
 // others that fail with it, each a consequence of the same defect. TestTeeth
 // asserts the exact set, so a change that stops catching a defect, or starts
 // failing unrelated requirements, is visible.
-var teeth = []struct {
-	fault  string
-	defect string
-	names  string
-	also   []string
-}{
+var teeth = []teethRow{
 	{"no-probe", "every tool timeout restarts the server, without a health probe",
 		// The restart also kills the other calls of the timeout specs.
 		// Two calls timing out together restart it twice.
@@ -94,6 +89,48 @@ var teeth = []struct {
 	{"ignore-retry-after", "429/503 with Retry-After are passed through at once",
 		// The handshake's refusal then never delays the restart either.
 		"REMOTE-RETRYAFTER-001", []string{"REMOTE-RETRYAFTER-002"}},
+	{"approval-default-off", "a tool requires approval only when its configuration says so (requiresApproval defaults to false)",
+		"CORE-APPROVAL-001", nil},
+	{"cancel-not-sent", "a cancelled call ends aborted, but the request keeps running on the server (no notifications/cancelled)",
+		// The abandoned request keeps the server busy, so the abort spec
+		// never sees the call end either.
+		"CORE-CANCEL-001", []string{"SHARED-ABORT-001"}},
+	{"command-and-url-accepted", "a server entry with both command and url is accepted and run as stdio",
+		"CORE-CONFIG-001", nil},
+	{"enabled-ignored", "\"enabled\": false is ignored: the server is launched",
+		"CORE-CONFIG-002", nil},
+	{"propertyless-tools-dropped", "a tool whose input schema has no properties is dropped",
+		// The fixture's corrupt and inject tools take no arguments: every
+		// spec that calls them or counts the tools fails.
+		"CORE-CONNECT-001", []string{"CORE-APPROVAL-001", "CORE-CONNECT-002", "CORE-HOSTILE-002", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-NAMING-001", "CORE-NAMING-003", "CORE-NAMING-004", "CORE-SCHEMA-001", "CORE-SESSION-001", "CORE-STATUS-001", "GATE-CACHE-002", "GATE-DEFERRED-001", "GATE-HOLD-001", "GATE-LATE-001", "REG-COLLISION-001", "REG-DISCONNECT-001", "REG-GRACE-001", "REG-GRACE-002", "REG-LISTCHANGED-002", "REG-RELOAD-001", "SEC-INJECT-001", "SEC-SHADOW-001", "BOUNDED-GRACE-001", "BOUNDED-RESTART-002"}},
+	{"first-page-only", "tools/list pagination is not followed: only the first page's tools are exposed",
+		"CORE-CONNECT-002", []string{"SEC-ENV-001"}},
+	{"handshake-failure-waits", "an exit during the handshake is not watched: the failure is reported at the connect timeout",
+		// Every spec with a server that fails to start waits for it.
+		"CORE-HANDSHAKE-001", []string{"CORE-SESSION-001", "CORE-STATUS-002", "GATE-FAST-001", "SHARED-ACQUIRE-001", "SHARED-RESTART-001", "SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "BOUNDED-RESTART-002"}},
+	{"stdout-unfiltered", "a stdio server's stdout goes unfiltered to the JSON-RPC decoder: a non-JSON line ends the connection",
+		"CORE-HOSTILE-001", []string{"CORE-HOSTILE-002"}},
+	{"no-line-limit", "one stdout line is buffered whatever its length",
+		"CORE-HOSTILE-003", nil},
+	{"no-list-changed-debounce", "every tools/list_changed notification lists the tools again at once",
+		"CORE-HOSTILE-005", nil},
+	{"stderr-undrained", "a stdio server's stderr is read only after it exited, so a full pipe blocks the server",
+		"CORE-HOSTILE-007", nil},
+	{"name-runs-not-collapsed", "every character outside [a-z0-9_] of a name becomes its own underscore",
+		"CORE-NAMING-001", nil},
+	{"server-prefix-kept", "a redundant <server>_ prefix of a tool name is kept",
+		"CORE-NAMING-002", nil},
+	{"tools-sorted-by-raw-name", "a session's tools are sorted by raw tool name, not by exposed name",
+		"CORE-NAMING-003", nil},
+	{"structured-content-only", "a result's text is taken from structuredContent only, dropping its content blocks",
+		// Every spec that reads a result's text fails.
+		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001"}},
+	{"is-error-dropped", "a result's isError flag is dropped: tool errors reach the agent as successes",
+		"CORE-RESULT-002", nil},
+	{"rpc-error-restarts", "a JSON-RPC error of tools/call is taken for a broken server, which is restarted",
+		"CORE-RESULT-003", nil},
+	{"unknown-tool-guessed", "a call of a name the session does not expose is split as mcp_<server>_<tool> and sent to that server",
+		"CORE-RESULT-004", nil},
 	{"schema-unpatched", "an object schema without \"properties\" reaches the agent unpatched",
 		"CORE-SCHEMA-001", nil},
 	{"session-fails-with-server", "one server that fails to start fails the whole session.open",
@@ -155,6 +192,16 @@ var teeth = []struct {
 	{"remote-init-final", "a remote server whose first connect fails is never retried",
 		// The handshake refused with Retry-After is not retried either.
 		"REMOTE-REFUSED-001", []string{"REMOTE-RETRYAFTER-002"}},
+}
+
+// teethRow is one deliberately broken variant: its MCPLIFE_FAULTS name, a
+// one-line description of the defect, the requirement that names it and
+// the others that fail with it.
+type teethRow struct {
+	fault  string
+	defect string
+	names  string
+	also   []string
 }
 
 // buildHarness builds cmd/harness with the mcplife_faults tag, once.
@@ -268,6 +315,11 @@ func tail(s string, n int) string {
 // teethParallelEnv overrides how many suite runs TestTeeth makes at once.
 const teethParallelEnv = "MCPLIFE_TEETH_PARALLEL"
 
+// teethOnlyEnv restricts TestTeeth to the variants it names
+// (comma-separated), without the reference and claims-less runs: to measure
+// a new defect's failing set with .ci/teeth-full.
+const teethOnlyEnv = "MCPLIFE_TEETH_ONLY"
+
 // teethFullEnv selects TestTeeth's full mode: the whole suite per variant
 // (.ci/teeth-full).
 const teethFullEnv = "MCPLIFE_TEETH_FULL"
@@ -314,7 +366,19 @@ func TestTeeth(t *testing.T) {
 		{name: "reference", args: append([]string{impl}, limits...)},
 		{name: "claims-less", env: []string{roleEnv + "=driver", claimsEnv + "=" + strings.Join(claimNames, ",")}, args: append([]string{"-impl=" + exe}, limits...)},
 	}
+	only := strings.FieldsFunc(os.Getenv(teethOnlyEnv), func(r rune) bool { return r == ',' })
+	if len(only) > 0 {
+		jobs = nil
+	}
+	for _, f := range only {
+		if !slices.ContainsFunc(teeth, func(v teethRow) bool { return v.fault == f }) {
+			t.Fatalf("%s: no teeth row for %q", teethOnlyEnv, f)
+		}
+	}
 	for _, v := range teeth {
+		if len(only) > 0 && !slices.Contains(only, v.fault) {
+			continue
+		}
 		want := append([]string{v.names}, v.also...)
 		sort.Strings(want)
 		// The expected failures are the variant's baseline: the run must

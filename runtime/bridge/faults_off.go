@@ -5,7 +5,3 @@ package bridge
 // keptNameLen is the longest exposed name ToolName keeps uncapped. Builds
 // with the mcplife_faults tag can shorten it by one (faults_on.go).
 func keptNameLen() int { return MaxToolNameLen }
-
-// faultOn is false in the shipped runtime and compiles away; builds with the
-// mcplife_faults tag inject the defects MCPLIFE_FAULTS names (faults_on.go).
-func faultOn(string) bool { return false }

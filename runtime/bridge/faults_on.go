@@ -12,14 +12,8 @@ import (
 // name-cap-off-by-one fault of MCPLIFE_FAULTS (see runtime/host's
 // faults_on.go) a name of exactly MaxToolNameLen characters is capped too.
 func keptNameLen() int {
-	if faultOn("name-cap-off-by-one") {
+	if slices.Contains(strings.Split(os.Getenv("MCPLIFE_FAULTS"), ","), "name-cap-off-by-one") {
 		return MaxToolNameLen - 1
 	}
 	return MaxToolNameLen
-}
-
-// faultOn reports whether MCPLIFE_FAULTS names the deliberate defect name
-// (runtime/host's faults.go lists them all).
-func faultOn(name string) bool {
-	return slices.Contains(strings.Split(os.Getenv("MCPLIFE_FAULTS"), ","), name)
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // MaxToolNameLen is the longest exposed tool name ToolName returns, the limit
@@ -33,7 +35,7 @@ const capKeep = MaxToolNameLen - 1 - 8
 func ToolName(server, tool string) string {
 	s := sanitizePart(server, "server")
 	t := sanitizePart(tool, "tool")
-	if rest, ok := strings.CutPrefix(t, s+"_"); ok && rest != "" {
+	if rest, ok := strings.CutPrefix(t, s+"_"); ok && rest != "" && !faultenv.On("server-prefix-kept") {
 		t = rest
 	}
 	name := ToolNamePrefix + s + "_" + t
@@ -57,7 +59,7 @@ func sanitizePart(p, fallback string) string {
 		default:
 			// "_" itself and every other character: at most one "_" in a row,
 			// none at the start.
-			if n := b.Len(); n > 0 && b.String()[n-1] != '_' {
+			if n := b.Len(); n > 0 && (b.String()[n-1] != '_' || faultenv.On("name-runs-not-collapsed")) {
 				b.WriteByte('_')
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcplife/mcplife/internal/faultenv"
 	"github.com/mcplife/mcplife/runtime/config"
 )
 
@@ -129,7 +130,7 @@ func MapError(err error, o Options) Result {
 		}
 	}
 	r := finish("MCP error: "+msg, o)
-	if faultOn("errors-unwrapped") {
+	if faultenv.On("errors-unwrapped") {
 		// Defect: only results are wrapped; an error reaches the agent bare.
 		r.Text, _, _ = Truncate("MCP error: "+msg, o.MaxChars)
 	}
@@ -188,6 +189,13 @@ func Truncate(s string, limit int) (out string, truncated bool, originalChars in
 // renderContent flattens the content blocks of res.
 func renderContent(res *mcp.CallToolResult) string {
 	parts := make([]string, 0, len(res.Content))
+	if faultenv.On("structured-content-only") {
+		// Defect: the text comes from structuredContent alone.
+		if res.StructuredContent != nil {
+			parts = append(parts, marshalBlock(res.StructuredContent))
+		}
+		return strings.Join(parts, "\n")
+	}
 	for _, c := range res.Content {
 		if isNil(c) {
 			continue

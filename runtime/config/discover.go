@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // TimeoutEnvVar names the environment variable that overrides every server's
@@ -117,7 +119,7 @@ func Discover(opts Options) (*Result, error) {
 			continue
 		}
 		es, diags := parseDoc(src.path, data, src.level, src.provider, env, src.first)
-		if src.level == LevelProject && opts.SkipProjectConfig && !faultOn("skip-after-precedence") {
+		if src.level == LevelProject && opts.SkipProjectConfig && !faultenv.On("skip-after-precedence") {
 			for _, e := range es {
 				if e.server != nil {
 					res.Dropped = append(res.Dropped, e.server)
@@ -135,7 +137,7 @@ func Discover(opts Options) (*Result, error) {
 		if e.server != nil && hasOverride {
 			e.server.Timeout = override
 		}
-		if w, ok := winners[e.name]; ok && faultOn("shadow-last-wins") {
+		if w, ok := winners[e.name]; ok && faultenv.On("shadow-last-wins") {
 			// Defect: registry insertion is last-write-wins.
 			res.Shadowed = append(res.Shadowed, Shadowed{Name: e.name, Winner: e.src, Shadowed: w.src})
 			winners[e.name] = e
@@ -149,11 +151,11 @@ func Discover(opts Options) (*Result, error) {
 	}
 	for _, w := range winners {
 		switch {
-		case w.server != nil && w.src.Level == LevelProject && opts.SkipProjectConfig && faultOn("skip-after-precedence"):
+		case w.server != nil && w.src.Level == LevelProject && opts.SkipProjectConfig && faultenv.On("skip-after-precedence"):
 			// Defect: project definitions are dropped after they won.
 			res.Dropped = append(res.Dropped, w.server)
 		case w.server == nil: // invalid: reported, and it still hides lower definitions
-		case w.server.Enabled:
+		case w.server.Enabled || faultenv.On("enabled-ignored"):
 			res.Servers = append(res.Servers, w.server)
 		default:
 			res.Disabled = append(res.Disabled, w.server)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // envAllowlist holds the variables a stdio child inherits from our process:
@@ -57,7 +59,7 @@ func ChildEnv(lookup func(string) (string, bool), own map[string]string) []strin
 			merged[k] = v
 		}
 	}
-	if faultOn("env-inherited") {
+	if faultenv.On("env-inherited") {
 		// Defect: the child inherits this process's whole environment.
 		for _, kv := range os.Environ() {
 			if k, v, ok := strings.Cut(kv, "="); ok {

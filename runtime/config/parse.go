@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // The keys that hold server maps. Every file may use either; when a file has
@@ -311,7 +313,7 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 	cwd, _, _ := c.str("cwd")
 	headers, headerAt := c.strMap("headers", nil)
 
-	if hasCmd && hasURL {
+	if hasCmd && hasURL && !faultenv.On("command-and-url-accepted") {
 		c.fail("url", urlVal.off, "cannot be used together with command (a server is either stdio, with command, or http/sse, with url)")
 	}
 	eff := typ
@@ -366,7 +368,7 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 	timeout := c.millis("timeout", true)
 	toolTimeout := c.millis("toolTimeout", true)
 	shared := c.boolean("shared", true)
-	approval := c.boolean("requiresApproval", true)
+	approval := c.boolean("requiresApproval", !faultenv.On("approval-default-off"))
 	var restart RestartPolicy
 	if s, v, ok := c.str("restart"); ok {
 		switch r := RestartPolicy(s); r {
@@ -443,7 +445,7 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 	netEnv := procEnv
 	if p.src.Level == LevelProject {
 		netEnv = mapLookup(env)
-		if faultOn("project-url-expands-env") {
+		if faultenv.On("project-url-expands-env") {
 			// Defect: names missing from the env block fall back to the
 			// environment.
 			own := netEnv

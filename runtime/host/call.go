@@ -191,7 +191,14 @@ func (s *server) callOnce(ctx context.Context, name string, args any, ci *callIn
 		stop := context.AfterFunc(conn.ctx, func() { cancelReq(context.Cause(conn.ctx)) })
 		defer stop()
 	}
-	res, err := conn.cs.CallTool(reqCtx, &mcp.CallToolParams{Name: name, Arguments: args})
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	var res *mcp.CallToolResult
+	var err error
+	if s.rt.faults.on(faultCancelNotSent) {
+		res, err = callDetached(reqCtx, conn.cs, params)
+	} else {
+		res, err = conn.cs.CallTool(reqCtx, params)
+	}
 	switch {
 	case err == nil:
 		return res, nil, nil
@@ -210,7 +217,33 @@ func (s *server) callOnce(ctx context.Context, name string, args any, ci *callIn
 		}
 		return nil, s.connectionLostError(conn, err), nil
 	}
+	if s.rt.faults.on(faultRPCErrorRestarts) {
+		// Defect: a JSON-RPC error is taken for a broken server.
+		s.triggerRestart("call-error", conn)
+		return nil, s.connectionLostError(conn, err), nil
+	}
 	return nil, err, nil
+}
+
+// callDetached is the cancel-not-sent defect: the request runs on a context
+// that nothing cancels, so when ctx ends the call returns but the server is
+// never told (no notifications/cancelled).
+func callDetached(ctx context.Context, cs *mcp.ClientSession, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		res, err := cs.CallTool(context.WithoutCancel(ctx), p)
+		ch <- answer{res, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.res, a.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 }
 
 // errWatchdog is the cause when a call's tool timeout fired.

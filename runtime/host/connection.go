@@ -85,7 +85,7 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	if err != nil {
 		return nil, nil, rt.connectFailed(s, p, err)
 	}
-	if p != nil {
+	if p != nil && !s.rt.faults.on(faultHandshakeWaits) {
 		// An immediate exit of the child ends the handshake at once instead
 		// of at the connect timeout.
 		stop := watchExit(p, func(st proc.ExitStatus) {
@@ -112,6 +112,11 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	}
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
+		if p != nil && s.rt.faults.on(faultHandshakeWaits) {
+			// Defect (with no exit watch above): a failed handshake is
+			// reported when the connect timeout passes.
+			<-cctx.Done()
+		}
 		sockets.closeAll()
 		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, stdoutCause(p, causeOf(cctx, err, p))))
 	}

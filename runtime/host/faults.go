@@ -23,6 +23,28 @@ const (
 	faultNoAuthRefresh    = "no-auth-refresh"     // a 401/403 is final, the credential is never refreshed
 	faultIgnoreRetryAfter = "ignore-retry-after"  // 429/503 with Retry-After are passed through at once
 
+	// Defects of the core profile (issue 11). Those of the config, bridge
+	// and proc packages are read there (internal/faultenv).
+	faultApprovalDefaultOff    = "approval-default-off"       // config: requiresApproval defaults to false
+	faultCancelNotSent         = "cancel-not-sent"            // a cancelled call is not cancelled on the server
+	faultCommandAndURL         = "command-and-url-accepted"   // config: an entry with command and url is run as stdio
+	faultEnabledIgnored        = "enabled-ignored"            // config: "enabled": false is ignored
+	faultPropertylessDropped   = "propertyless-tools-dropped" // bridge: a tool whose input schema has no properties is dropped
+	faultFirstPageOnly         = "first-page-only"            // tools/list pagination is not followed
+	faultHandshakeWaits        = "handshake-failure-waits"    // a handshake that failed (the child exited) is reported at the connect timeout
+	faultStdoutUnfiltered      = "stdout-unfiltered"          // proc: stdout goes unfiltered to the JSON-RPC decoder
+	faultNoLineLimit           = "no-line-limit"              // a stdout line is buffered whatever its length
+	faultNoListChangedDebounce = "no-list-changed-debounce"   // every tools/list_changed lists the tools again at once
+	faultStderrUndrained       = "stderr-undrained"           // proc: stderr is read only after the process exited
+	faultRunsNotCollapsed      = "name-runs-not-collapsed"    // bridge: each invalid character of a name becomes its own "_"
+	faultServerPrefixKept      = "server-prefix-kept"         // bridge: a redundant <server>_ tool-name prefix is kept
+	faultSortedByRawName       = "tools-sorted-by-raw-name"   // bridge: tools are sorted by raw name, not exposed name
+	faultStructuredOnly        = "structured-content-only"    // bridge: result text comes from structuredContent only
+	faultIsErrorDropped        = "is-error-dropped"           // a result's isError flag is dropped
+	faultRPCErrorRestarts      = "rpc-error-restarts"         // a JSON-RPC error of tools/call restarts the server
+	faultUnknownToolGuessed    = "unknown-tool-guessed"       // an unknown mcp_<server>_<tool> name is sent to that server
+
+	// Defects for the other profiles' requirements (issue 11, teethb).
 	faultSchemaUnpatched        = "schema-unpatched"          // object schemas without properties pass through (runtime/bridge)
 	faultSessionFailsWithServer = "session-fails-with-server" // one failed server fails session start
 	faultStatusNoPID            = "status-no-pid"             // status omits the pid of a connected stdio server
@@ -57,6 +79,10 @@ func FaultNames() []string {
 		faultUntrustedStdio, faultTruncAfterWrap, faultNoGrace, faultNoFailFast, faultGateWaitsForAll,
 		faultAbortProbes, faultNameCapOffByOne, faultTruncOffByOne, faultCacheIgnoresKey, faultDoubleRestart,
 		faultNoSessionReinit, faultNoStreamResume, faultNoAuthRefresh, faultIgnoreRetryAfter,
+		faultApprovalDefaultOff, faultCancelNotSent, faultCommandAndURL, faultEnabledIgnored, faultPropertylessDropped,
+		faultFirstPageOnly, faultHandshakeWaits, faultStdoutUnfiltered, faultNoLineLimit, faultNoListChangedDebounce,
+		faultStderrUndrained, faultRunsNotCollapsed, faultServerPrefixKept, faultSortedByRawName, faultStructuredOnly,
+		faultIsErrorDropped, faultRPCErrorRestarts, faultUnknownToolGuessed,
 		faultSchemaUnpatched, faultSessionFailsWithServer, faultStatusNoPID, faultNoStderrTail, faultSignalPIDOnly,
 		faultNoSIGKILL, faultGateHeldByFailed, faultGateDropsPending, faultIdleTimeoutIgnored, faultPrivatePooled,
 		faultRestartDelaysIgnored, faultBoundedGivesUpEarly, faultCollisionBothListed, faultDisconnectRestarts,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math/bits"
 
 	"github.com/mcplife/mcplife/runtime/event"
@@ -45,6 +46,9 @@ func (s *server) maxMessageBytes() int {
 // stdoutSpec fills the stdout guard fields of a stdio process spec.
 func (s *server) stdoutSpec(spec proc.Spec) proc.Spec {
 	spec.MaxLineLength = s.maxMessageBytes()
+	if s.rt.faults.on(faultNoLineLimit) {
+		spec.MaxLineLength = -1 // defect: no bound on one line
+	}
 	spec.OnNoise = func(n wire.Noise) {
 		// The 1st, 2nd, 4th, 8th... line: a flood of noise costs a few
 		// dozen events, not one per line.
@@ -82,7 +86,11 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 	limit := s.rt.opts.MaxTools
 	var tools []*mcp.Tool
 	seen := 0
-	for t, err := range cs.Tools(ctx, nil) {
+	pages := cs.Tools(ctx, nil)
+	if s.rt.faults.on(faultFirstPageOnly) {
+		pages = firstPage(ctx, cs)
+	}
+	for t, err := range pages {
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
@@ -102,6 +110,23 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 		return depthExceeds(t.InputSchema, s.rt.opts.MaxSchemaDepth)
 	})
 	return tools, nil
+}
+
+// firstPage is the first-page-only defect: the tools of the first
+// tools/list page, ignoring its nextCursor.
+func firstPage(ctx context.Context, cs *mcp.ClientSession) iter.Seq2[*mcp.Tool, error] {
+	return func(yield func(*mcp.Tool, error) bool) {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for _, t := range res.Tools {
+			if !yield(t, nil) {
+				return
+			}
+		}
+	}
 }
 
 // dropTools removes the tools bad accepts, reporting them as reason.

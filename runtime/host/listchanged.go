@@ -31,6 +31,10 @@ func (s *server) toolsChanged(c *connection) {
 	case isPowerOfTen(n):
 		defer s.emit(event.ToolsChangeFlood, event.Int("notifications", n), event.Millis("debounce_ms", debounce))
 	}
+	if s.rt.faults.on(faultNoListChangedDebounce) {
+		s.rt.goRun(func() { s.refreshTools(c) }) // defect: one refresh per notification
+		return
+	}
 	if s.debounce != nil {
 		if now.Sub(s.changesSince) >= ListChangedMaxDelayFactor*debounce {
 			// A steady flood: the armed refresh is not postponed again.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -298,6 +299,9 @@ func (sess *Session) CallTool(ctx context.Context, name string, args any) (bridg
 		return bridge.Result{}, ErrClosed
 	}
 	tool, ok := sess.tools.Lookup(name)
+	if !ok && sess.rt.faults.on(faultUnknownToolGuessed) {
+		tool, ok = sess.guessToolLocked(name)
+	}
 	s := sess.servers[tool.Server]
 	sess.calls++
 	n := sess.calls
@@ -322,6 +326,11 @@ func (sess *Session) CallTool(ctx context.Context, name string, args any) (bridg
 		r = bridge.MapError(err, opts)
 		outcome = "error"
 	default:
+		if sess.rt.faults.on(faultIsErrorDropped) && res != nil {
+			plain := *res
+			plain.IsError = false // defect: the server's isError is lost
+			res = &plain
+		}
 		r = bridge.MapResult(res, opts)
 		if r.IsError {
 			outcome = "tool_error"
@@ -403,4 +412,15 @@ func (sess *Session) Close(ctx context.Context) {
 	delete(sess.rt.sessions, sess)
 	sess.rt.mu.Unlock()
 	sess.emit("", event.SessionClosed)
+}
+
+// guessToolLocked is the unknown-tool-guessed defect: a name the session
+// does not expose is split as mcp_<server>_<tool> and sent to that server.
+func (sess *Session) guessToolLocked(name string) (bridge.Tool, bool) {
+	for server := range sess.servers {
+		if raw, ok := strings.CutPrefix(name, bridge.ToolNamePrefix+server+"_"); ok && raw != "" {
+			return bridge.Tool{Name: name, Server: server, MCPName: raw}, true
+		}
+	}
+	return bridge.Tool{}, false
 }

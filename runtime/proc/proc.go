@@ -52,6 +52,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcplife/mcplife/internal/faultenv"
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -168,8 +169,9 @@ type Process struct {
 	stderr *drainReader
 	tail   *tailBuffer
 
-	done chan struct{}
-	exit ExitStatus // written before done is closed
+	done   chan struct{}
+	waited chan struct{} // closed once cmd.Wait returned (before done)
+	exit   ExitStatus    // written before done is closed
 
 	mu        sync.Mutex
 	reaped    bool // the child is (about to be) reaped: never signal pid or -pid again
@@ -263,6 +265,7 @@ func Start(spec Spec, c clock.Clock) (*Process, error) {
 		stderr: &drainReader{f: errR},
 		tail:   &tailBuffer{limit: limit},
 		done:   make(chan struct{}),
+		waited: make(chan struct{}),
 	}
 	stderrDone := make(chan struct{})
 	go p.copyStderr(stderrDone)
@@ -283,6 +286,11 @@ func (p *Process) Transport() *mcp.IOTransport {
 	p.mu.Lock()
 	p.claimed = true
 	p.mu.Unlock()
+	if faultenv.On("stdout-unfiltered") {
+		// Defect: stdout goes to the JSON-RPC decoder as it is, banners,
+		// noise and over-long lines included.
+		return &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}
+	}
 	return &mcp.IOTransport{Reader: p.guard, Writer: p.stdin, MaxLineLength: -1}
 }
 
@@ -353,7 +361,7 @@ func (p *Process) Stop(ctx context.Context, g Grace, observe StopObserver) ExitS
 			return p.finish()
 		}
 	}
-	if faultOn("no-sigkill") {
+	if faultenv.On("no-sigkill") {
 		// Defect: the escalation ends at SIGTERM.
 		return ExitStatus{Code: -1, Err: fmt.Errorf("proc: %s (pid %d) ignored SIGTERM", p.name, p.pid)}
 	}
@@ -428,7 +436,7 @@ func (p *Process) signalStep(flag *bool, sig syscall.Signal) bool {
 		return false
 	}
 	*flag = true
-	if !faultOn("signal-pid-only") { // defect: the group is never signalled
+	if !faultenv.On("signal-pid-only") { // defect: the group is never signalled
 		_ = syscall.Kill(-p.pid, sig)
 	}
 	_ = syscall.Kill(p.pid, sig) // in case the child left its group
@@ -441,7 +449,7 @@ func (p *Process) killGroup() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.reaped {
-		if !faultOn("signal-pid-only") {
+		if !faultenv.On("signal-pid-only") {
 			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		}
 		p.reaped = true
@@ -457,6 +465,7 @@ func (p *Process) waitExit(stderrDone <-chan struct{}) {
 		p.killGroup()
 	}
 	err := p.cmd.Wait()
+	close(p.waited)
 	if !exitedUnreaped {
 		// waitid failed (it should not on Linux): kill the orphans now,
 		// accepting the tiny window in which the group id could be reused.
@@ -491,6 +500,11 @@ func statusOf(ps *os.ProcessState, err error) ExitStatus {
 func (p *Process) copyStderr(done chan<- struct{}) {
 	defer close(done)
 	defer p.stderr.Close()
+	if faultenv.On("stderr-undrained") {
+		// Defect: stderr is read only once the child has exited, so a
+		// child that fills the pipe blocks.
+		<-p.waited
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := p.stderr.Read(buf)
