@@ -131,6 +131,67 @@ var teeth = []teethRow{
 		"CORE-RESULT-003", nil},
 	{"unknown-tool-guessed", "a call of a name the session does not expose is split as mcp_<server>_<tool> and sent to that server",
 		"CORE-RESULT-004", nil},
+	{"schema-unpatched", "an object schema without \"properties\" reaches the agent unpatched",
+		"CORE-SCHEMA-001", nil},
+	{"session-fails-with-server", "one server that fails to start fails the whole session.open",
+		// Every requirement whose session has a server that fails to start
+		// fails at session.open.
+		"CORE-SESSION-001", []string{"BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "CORE-HANDSHAKE-001", "CORE-HOSTILE-003", "CORE-STATUS-002", "GATE-FAST-001", "SEC-TRUST-001", "SHARED-RESTART-001", "SHARED-STABLE-001"}},
+	{"status-no-pid", "status leaves out the pid of a connected stdio server",
+		"CORE-STATUS-001", nil},
+	{"no-stderr-tail", "a failed start's error and status leave out the server's stderr",
+		"CORE-STATUS-002", nil},
+	{"signal-pid-only", "stopping a server signals its pid, never its process group",
+		"CORE-TEARDOWN-001", nil},
+	{"no-sigkill", "stopping a server escalates to SIGTERM but never to SIGKILL",
+		"CORE-TEARDOWN-002", nil},
+	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
+		// Every session with a server that fails to start waits for a gate
+		// timeout that the virtual clock of those specs never reaches.
+		"GATE-FAST-001", []string{"BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "CORE-HANDSHAKE-001", "CORE-HOSTILE-003", "CORE-SESSION-001", "CORE-STATUS-002", "SEC-TRUST-001", "SHARED-RESTART-001", "SHARED-STABLE-001"}},
+	{"gate-drops-pending", "without late registration, session.open still returns at the gate's timeout",
+		"GATE-HOLD-001", nil},
+	{"idle-timeout-ignored", "idleTimeoutMs is ignored: an unreferenced shared server runs until shutdown",
+		"SHARED-IDLE-002", nil},
+	{"private-pooled", "a \"shared\": false server is pooled like a shared one",
+		// Closing the session no longer stops the private server that
+		// ignores EOF and SIGTERM.
+		"SHARED-POOL-003", []string{"CORE-TEARDOWN-002"}},
+	{"restart-delays-ignored", "a server's \"restartDelays\" are ignored for its policy's defaults",
+		// The remote specs configure restartDelays too.
+		"BOUNDED-DELAYS-001", []string{"REMOTE-REFUSED-001", "REMOTE-RETRYAFTER-001"}},
+	{"bounded-gives-up-early", "the bounded policy gives up one attempt early (off by one at the end of its delays)",
+		// Every bounded schedule is one attempt short.
+		"BOUNDED-RESTART-001", []string{"BOUNDED-CRASHLOOP-001", "BOUNDED-DELAYS-001", "BOUNDED-RESTART-002"}},
+	{"collision-both-listed", "tools whose exposed names collide are all listed",
+		"REG-COLLISION-001", nil},
+	{"disconnect-restarts", "server.disconnect restarts the server, like a reconnect",
+		"REG-DISCONNECT-001", nil},
+	{"empty-refresh-replaces", "a tools refresh that comes back empty replaces the previous tools",
+		"REG-LISTCHANGED-002", nil},
+	{"reload-stale-config", "reload reuses the configuration read at start instead of re-reading the files",
+		"REG-RELOAD-001", nil},
+	{"env-inherited", "a stdio server inherits the runtime's whole environment",
+		"SEC-ENV-001", nil},
+	{"project-url-expands-env", "a project-level url falls back to the environment for names its env block lacks",
+		"SEC-EXPAND-001", nil},
+	{"injection-blocks", "a result with injection signals is blocked: replaced by an error",
+		"SEC-INJECT-001", nil},
+	{"shadow-last-wins", "the lowest-ranked definition of a server name wins (last write wins)",
+		"SEC-SHADOW-001", nil},
+	{"skip-after-precedence", "skipProjectConfig drops project definitions only after they shadowed user ones",
+		"SEC-SKIP-001", nil},
+	{"untrusted-commands", "project-level \"!command\" values run in untrusted workspaces",
+		"SEC-TRUST-002", nil},
+	{"trust-ignored", "project-level stdio servers stay blocked in a trusted workspace",
+		"SEC-TRUST-003", nil},
+	{"errors-unwrapped", "error results reach the agent without boundary markers",
+		"SEC-WRAP-001", nil},
+	{"markers-kept", "boundary markers inside a result are not neutralized",
+		"SEC-WRAP-002", nil},
+	{"remote-init-final", "a remote server whose first connect fails is never retried",
+		// The handshake refused with Retry-After is not retried either.
+		"REMOTE-REFUSED-001", []string{"REMOTE-RETRYAFTER-002"}},
 }
 
 // teethRow is one deliberately broken variant: its MCPLIFE_FAULTS name, a

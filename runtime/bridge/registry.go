@@ -232,6 +232,10 @@ func (r *Registry) view() (visible []Tool, collisions []Collision) {
 		r.collisions = nil
 		for _, cands := range r.byName {
 			r.visible = append(r.visible, cands[0])
+			if faultenv.On("collision-both-listed") {
+				// Defect: every tool mapping to the name is listed.
+				r.visible = append(r.visible, cands[1:]...)
+			}
 		}
 		slices.SortFunc(r.visible, func(a, b Tool) int {
 			if faultenv.On("tools-sorted-by-raw-name") {

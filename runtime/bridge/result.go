@@ -130,6 +130,10 @@ func MapError(err error, o Options) Result {
 		}
 	}
 	r := finish("MCP error: "+msg, o)
+	if faultenv.On("errors-unwrapped") {
+		// Defect: only results are wrapped; an error reaches the agent bare.
+		r.Text, _, _ = Truncate("MCP error: "+msg, o.MaxChars)
+	}
 	r.IsError = true
 	r.Code = code
 	return r

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // Boundary markers of wrapped tool output.
@@ -32,7 +34,9 @@ var markerPattern = sync.OnceValue(func() *regexp.Regexp {
 // allowed after "<" and around "/") is replaced by "&lt;", so a response
 // cannot close the boundary early or open a fake one; see NeutralizeMarkers.
 func Wrap(server, tool, body string) string {
-	body = NeutralizeMarkers(body)
+	if !faultenv.On("markers-kept") {
+		body = NeutralizeMarkers(body)
+	}
 	var b strings.Builder
 	b.Grow(len(body) + len(server) + len(tool) + 80)
 	b.WriteString(wrapOpenTag)

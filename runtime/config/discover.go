@@ -119,7 +119,7 @@ func Discover(opts Options) (*Result, error) {
 			continue
 		}
 		es, diags := parseDoc(src.path, data, src.level, src.provider, env, src.first)
-		if src.level == LevelProject && opts.SkipProjectConfig {
+		if src.level == LevelProject && opts.SkipProjectConfig && !faultenv.On("skip-after-precedence") {
 			for _, e := range es {
 				if e.server != nil {
 					res.Dropped = append(res.Dropped, e.server)
@@ -137,6 +137,12 @@ func Discover(opts Options) (*Result, error) {
 		if e.server != nil && hasOverride {
 			e.server.Timeout = override
 		}
+		if w, ok := winners[e.name]; ok && faultenv.On("shadow-last-wins") {
+			// Defect: registry insertion is last-write-wins.
+			res.Shadowed = append(res.Shadowed, Shadowed{Name: e.name, Winner: e.src, Shadowed: w.src})
+			winners[e.name] = e
+			continue
+		}
 		if w, ok := winners[e.name]; ok {
 			res.Shadowed = append(res.Shadowed, Shadowed{Name: e.name, Winner: w.src, Shadowed: e.src})
 			continue
@@ -145,6 +151,9 @@ func Discover(opts Options) (*Result, error) {
 	}
 	for _, w := range winners {
 		switch {
+		case w.server != nil && w.src.Level == LevelProject && opts.SkipProjectConfig && faultenv.On("skip-after-precedence"):
+			// Defect: project definitions are dropped after they won.
+			res.Dropped = append(res.Dropped, w.server)
 		case w.server == nil: // invalid: reported, and it still hides lower definitions
 		case w.server.Enabled || faultenv.On("enabled-ignored"):
 			res.Servers = append(res.Servers, w.server)

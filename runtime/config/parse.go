@@ -466,6 +466,17 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 	netEnv := procEnv
 	if p.src.Level == LevelProject {
 		netEnv = mapLookup(env)
+		if faultenv.On("project-url-expands-env") {
+			// Defect: names missing from the env block fall back to the
+			// environment.
+			own := netEnv
+			netEnv = func(k string) (string, bool) {
+				if v, ok := own(k); ok {
+					return v, true
+				}
+				return procEnv(k)
+			}
+		}
 	}
 	expand := func(s string, lookup func(string) (string, bool)) string {
 		if p.noExpand {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // Resolver turns a Server into what a connection needs, just before
@@ -88,7 +90,7 @@ func (r *Resolver) Resolve(ctx context.Context, s *Server) (*Resolved, []Diagnos
 	res := &Resolved{Server: s}
 	typ := s.EffectiveType()
 	project := s.Source.Level == LevelProject
-	if typ == Stdio && project && !r.Trusted {
+	if typ == Stdio && project && (!r.Trusted || faultenv.On("trust-ignored")) {
 		res.Blocked = fmt.Sprintf("stdio server %q from project config %s is blocked: workspace is not trusted", s.Name, s.Source.File)
 		return res, nil
 	}
@@ -103,7 +105,7 @@ func (r *Resolver) Resolve(ctx context.Context, s *Server) (*Resolved, []Diagnos
 			Message: fmt.Sprintf(format, args...), Err: err,
 		})
 	}
-	allowCmd := !project || r.Trusted
+	allowCmd := !project || r.Trusted || faultenv.On("untrusted-commands")
 	value := func(field, v string, names func(string) (string, bool)) (string, bool) {
 		if command, ok := strings.CutPrefix(v, "!"); ok {
 			if !allowCmd {

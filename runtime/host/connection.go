@@ -186,7 +186,9 @@ func (rt *Runtime) connectFailed(s *server, p *proc.Process, err error) error {
 	stderr := ""
 	if p != nil {
 		p.Stop(context.Background(), rt.stopGrace(), s.stopObserver(p))
-		stderr = p.StderrTail()
+		if !rt.faults.on(faultNoStderrTail) {
+			stderr = p.StderrTail()
+		}
 		s.mu.Lock()
 		s.stderr = stderr
 		s.mu.Unlock()

@@ -43,6 +43,34 @@ const (
 	faultIsErrorDropped        = "is-error-dropped"           // a result's isError flag is dropped
 	faultRPCErrorRestarts      = "rpc-error-restarts"         // a JSON-RPC error of tools/call restarts the server
 	faultUnknownToolGuessed    = "unknown-tool-guessed"       // an unknown mcp_<server>_<tool> name is sent to that server
+
+	// Defects for the other profiles' requirements (issue 11, teethb).
+	faultSchemaUnpatched        = "schema-unpatched"          // object schemas without properties pass through (runtime/bridge)
+	faultSessionFailsWithServer = "session-fails-with-server" // one failed server fails session start
+	faultStatusNoPID            = "status-no-pid"             // status omits the pid of a connected stdio server
+	faultNoStderrTail           = "no-stderr-tail"            // a failed start's error leaves out the stderr tail
+	faultSignalPIDOnly          = "signal-pid-only"           // stop signals the server's pid, never its process group (runtime/proc)
+	faultNoSIGKILL              = "no-sigkill"                // stop escalates to SIGTERM but never to SIGKILL (runtime/proc)
+	faultGateHeldByFailed       = "gate-held-by-failed"       // a failed server holds the startup gate until its timeout
+	faultGateDropsPending       = "gate-drops-pending"        // without late registration the gate still returns at its timeout
+	faultIdleTimeoutIgnored     = "idle-timeout-ignored"      // unreferenced shared servers run until shutdown
+	faultPrivatePooled          = "private-pooled"            // "shared": false servers are pooled like shared ones
+	faultRestartDelaysIgnored   = "restart-delays-ignored"    // "restartDelays" is ignored for the policy's defaults
+	faultBoundedGivesUpEarly    = "bounded-gives-up-early"    // the bounded policy gives up one attempt early
+	faultCollisionBothListed    = "collision-both-listed"     // colliding exposed names are all listed (runtime/bridge)
+	faultDisconnectRestarts     = "disconnect-restarts"       // server.disconnect restarts the server like a reconnect
+	faultEmptyRefreshReplaces   = "empty-refresh-replaces"    // an empty tools refresh replaces the previous tools
+	faultReloadStaleConfig      = "reload-stale-config"       // reload reuses the configuration read at start
+	faultEnvInherited           = "env-inherited"             // stdio servers inherit the whole environment (runtime/config)
+	faultProjectURLExpandsEnv   = "project-url-expands-env"   // project urls expand ${VAR} from the environment (runtime/config)
+	faultInjectionBlocks        = "injection-blocks"          // a result with injection signals is replaced by an error
+	faultShadowLastWins         = "shadow-last-wins"          // the lowest-ranked definition of a name wins (runtime/config)
+	faultSkipAfterPrecedence    = "skip-after-precedence"     // skipProjectConfig drops project servers after they shadowed (runtime/config)
+	faultUntrustedCommands      = "untrusted-commands"        // project "!command" values run in untrusted workspaces (runtime/config)
+	faultTrustIgnored           = "trust-ignored"             // a trusted workspace still blocks project stdio servers (runtime/config)
+	faultErrorsUnwrapped        = "errors-unwrapped"          // error results reach the agent without boundary markers (runtime/bridge)
+	faultMarkersKept            = "markers-kept"              // boundary markers inside a result are not neutralized (runtime/bridge)
+	faultRemoteInitFinal        = "remote-init-final"         // a remote server whose first connect fails is never retried
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -54,5 +82,11 @@ func FaultNames() []string {
 		faultApprovalDefaultOff, faultCancelNotSent, faultCommandAndURL, faultEnabledIgnored, faultPropertylessDropped,
 		faultFirstPageOnly, faultHandshakeWaits, faultStdoutUnfiltered, faultNoLineLimit, faultNoListChangedDebounce,
 		faultStderrUndrained, faultRunsNotCollapsed, faultServerPrefixKept, faultSortedByRawName, faultStructuredOnly,
-		faultIsErrorDropped, faultRPCErrorRestarts, faultUnknownToolGuessed}
+		faultIsErrorDropped, faultRPCErrorRestarts, faultUnknownToolGuessed,
+		faultSchemaUnpatched, faultSessionFailsWithServer, faultStatusNoPID, faultNoStderrTail, faultSignalPIDOnly,
+		faultNoSIGKILL, faultGateHeldByFailed, faultGateDropsPending, faultIdleTimeoutIgnored, faultPrivatePooled,
+		faultRestartDelaysIgnored, faultBoundedGivesUpEarly, faultCollisionBothListed, faultDisconnectRestarts,
+		faultEmptyRefreshReplaces, faultReloadStaleConfig, faultEnvInherited, faultProjectURLExpandsEnv,
+		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
+		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal}
 }

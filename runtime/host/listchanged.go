@@ -72,7 +72,7 @@ func (s *server) refreshTools(c *connection) {
 		s.mu.Unlock()
 		return
 	}
-	if len(tools) == 0 && len(s.published) > 0 {
+	if len(tools) == 0 && len(s.published) > 0 && !s.rt.faults.on(faultEmptyRefreshReplaces) {
 		s.emit(event.ToolsRefreshKept, event.Int("tools", len(s.published)))
 		s.mu.Unlock()
 		return

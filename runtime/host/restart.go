@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/mcplife/mcplife/runtime/backoff"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
@@ -66,6 +67,9 @@ func (s *server) restartLoop(reason string, old *connection) {
 		delay = max(delay, s.takeRetryAfterLocked())
 		if s.rt.faults.on(faultGiveUpAfter3) && s.step >= 3 {
 			ok = false
+		}
+		if s.rt.faults.on(faultBoundedGivesUpEarly) && s.policy.Name == backoff.Bounded && s.step >= len(s.policy.Delays)-1 {
+			ok = false // defect: off by one at the end of the schedule
 		}
 		if !ok {
 			s.restarting = false

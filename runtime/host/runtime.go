@@ -188,7 +188,7 @@ func (rt *Runtime) release(s *server, sess *Session) {
 	delete(s.listeners, sess)
 	s.refs--
 	refs := s.refs
-	if refs == 0 && rt.opts.IdleTimeout > 0 && !s.closed {
+	if refs == 0 && rt.opts.IdleTimeout > 0 && !s.closed && !rt.faults.on(faultIdleTimeoutIgnored) {
 		idle := rt.opts.IdleTimeout
 		s.idle = rt.clock.AfterFunc(idle, func() { rt.stopIdle(s, idle) })
 	}
@@ -345,6 +345,15 @@ func (rt *Runtime) DisconnectServer(ctx context.Context, name string) error {
 		return fmt.Errorf("disconnect: no running server named %q", name)
 	}
 	for _, s := range targets {
+		if rt.faults.on(faultDisconnectRestarts) {
+			// Defect: disconnect is handled like a reconnect.
+			s.mu.Lock()
+			old := s.conn
+			s.mu.Unlock()
+			s.triggerRestart("disconnect", old)
+			s.emit(event.ServerDisconnected, event.String("reason", "disconnect"))
+			continue
+		}
 		s.close(ctx, "disconnect")
 		s.emit(event.ServerDisconnected, event.String("reason", "disconnect"))
 	}
@@ -374,7 +383,9 @@ func (rt *Runtime) Reload(ctx context.Context) error {
 	for _, s := range old {
 		s.close(ctx, "reload")
 	}
-	rt.discover()
+	if !rt.faults.on(faultReloadStaleConfig) {
+		rt.discover()
+	}
 	var errs []error
 	for _, sess := range sessions {
 		if err := sess.attach(ctx); err != nil {

@@ -78,6 +78,9 @@ type server struct {
 
 func newServer(rt *Runtime, cfg *config.Server) (*server, error) {
 	policy, err := policyFor(cfg)
+	if err == nil && len(cfg.RestartDelays) > 0 && rt.faults.on(faultRestartDelaysIgnored) {
+		policy, err = backoff.ByName(policy.Name, nil) // defect: the policy's default delays
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +189,9 @@ func (s *server) initialize() {
 	}
 	if errors.Is(err, ErrBlocked) || errors.Is(err, ErrAuthRequired) || s.ctx.Err() != nil {
 		return
+	}
+	if s.isRemote() && s.rt.faults.on(faultRemoteInitFinal) {
+		return // defect: only stdio servers are restarted after a failed first connect
 	}
 	s.mu.Lock()
 	s.initFailed = true
@@ -465,7 +471,7 @@ func (s *server) status() ServerStatus {
 	}
 	if s.conn != nil {
 		st.ConnectedSince = s.connectedAt
-		if s.conn.proc != nil {
+		if s.conn.proc != nil && !s.rt.faults.on(faultStatusNoPID) {
 			st.PID = s.conn.proc.PID()
 			st.Stderr = s.conn.proc.StderrTail()
 		}

@@ -108,7 +108,7 @@ func (sess *Session) attach(ctx context.Context) error {
 	for _, c := range cfg.Servers {
 		var s *server
 		var err error
-		if c.Shared {
+		if c.Shared || rt.faults.on(faultPrivatePooled) {
 			s, err = rt.acquire(c, sess)
 		} else {
 			s, err = sess.startPrivate(c)
@@ -194,6 +194,9 @@ func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) 
 		}
 		s.mu.Lock()
 		settled := s.settledLocked()
+		if settled && !expired && s.conn == nil && !s.connectedOnce && rt.faults.on(faultGateHeldByFailed) {
+			settled = false // defect: only a connected server settles the gate
+		}
 		deferred := s.deferred && len(s.published) > 0
 		s.mu.Unlock()
 		if l.pending {
@@ -217,7 +220,7 @@ func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) 
 	for _, s := range entries {
 		check(s)
 	}
-	for pending > 0 && (!expired || holding > 0) {
+	for pending > 0 && (!expired || (holding > 0 && !rt.faults.on(faultGateDropsPending))) {
 		select {
 		case <-w.wake:
 			for _, s := range sess.changes(w) {
@@ -226,6 +229,11 @@ func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) 
 		case <-gateC:
 			expired = !rt.faults.on(faultGateWaitsForAll)
 			gateC = nil
+			if expired && rt.faults.on(faultGateHeldByFailed) {
+				for _, s := range entries {
+					check(s) // what settles depends on the expiry there
+				}
+			}
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -257,6 +265,10 @@ func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) 
 	sess.mu.Unlock()
 	sess.emit("", event.GateClosed, event.Int("ready", len(rep.Ready)), event.Int("failed", len(rep.Failed)),
 		event.Int("deferred", len(rep.Deferred)), event.Int("late", len(rep.Late)), event.Millis("elapsed_ms", rep.Elapsed))
+	if len(rep.Failed) > 0 && rt.faults.on(faultSessionFailsWithServer) {
+		// Defect: one failed server fails the whole session start.
+		return fmt.Errorf("session start: %d servers failed: %v", len(rep.Failed), rep.Failed)
+	}
 	return nil
 }
 
@@ -408,6 +420,10 @@ func (sess *Session) CallTool(ctx context.Context, name string, args any) (bridg
 	}
 	if len(r.Signals) > 0 {
 		sess.emit(s.name, event.ToolInjectionSignal, event.String("tool", name), event.Strings("signals", r.Signals))
+		if sess.rt.faults.on(faultInjectionBlocks) {
+			// Defect: detection blocks the result instead of flagging it.
+			r = bridge.MapError(errors.New("result blocked: possible prompt injection"), opts)
+		}
 	}
 	code := r.Code
 	if code == "" && err != nil {

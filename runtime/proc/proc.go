@@ -361,6 +361,10 @@ func (p *Process) Stop(ctx context.Context, g Grace, observe StopObserver) ExitS
 			return p.finish()
 		}
 	}
+	if faultenv.On("no-sigkill") {
+		// Defect: the escalation ends at SIGTERM.
+		return ExitStatus{Code: -1, Err: fmt.Errorf("proc: %s (pid %d) ignored SIGTERM", p.name, p.pid)}
+	}
 	kill := p.signalStep(&p.killStep, syscall.SIGKILL)
 	if p.await(context.Background(), g.Kill, func() {
 		if kill {
@@ -432,7 +436,9 @@ func (p *Process) signalStep(flag *bool, sig syscall.Signal) bool {
 		return false
 	}
 	*flag = true
-	_ = syscall.Kill(-p.pid, sig)
+	if !faultenv.On("signal-pid-only") { // defect: the group is never signalled
+		_ = syscall.Kill(-p.pid, sig)
+	}
 	_ = syscall.Kill(p.pid, sig) // in case the child left its group
 	return true
 }
@@ -443,7 +449,9 @@ func (p *Process) killGroup() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.reaped {
-		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		if !faultenv.On("signal-pid-only") {
+			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		}
 		p.reaped = true
 	}
 }
