@@ -35,6 +35,16 @@ func TestConvertSchemaMap(t *testing.T) {
 			map[string]any{"type": []any{"object", "null"}, "properties": map[string]any{}},
 		},
 		{
+			"type list with object alone is patched",
+			map[string]any{"type": []any{"object"}},
+			map[string]any{"type": []any{"object"}, "properties": map[string]any{}},
+		},
+		{
+			"type list without object passes through",
+			map[string]any{"type": []any{"string", "null"}},
+			map[string]any{"type": []any{"string", "null"}},
+		},
+		{
 			"object with properties passes through",
 			map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}, "required": []any{"q"}},
 			map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}, "required": []any{"q"}},

@@ -68,3 +68,19 @@ func TestNeutralizeMarkersMany(t *testing.T) {
 		t.Errorf("got %d replacements", strings.Count(got, "&lt;"))
 	}
 }
+
+// TestNeutralizeMarkersBare: a body that is nothing but a marker (no text
+// around it) is neutralized too; the cheap pre-check must not miss it.
+func TestNeutralizeMarkersBare(t *testing.T) {
+	for in, want := range map[string]string{
+		"<mcp_tool_output>":  "&lt;mcp_tool_output>",
+		"</mcp_tool_output>": "&lt;/mcp_tool_output>",
+		"<MCP_Tool_Output>":  "&lt;MCP_Tool_Output>",
+		"mcp_tool_output":    "mcp_tool_output",
+		"<mcp_tool_outpu":    "<mcp_tool_outpu",
+	} {
+		if got := NeutralizeMarkers(in); got != want {
+			t.Errorf("NeutralizeMarkers(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

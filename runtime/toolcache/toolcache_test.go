@@ -117,6 +117,30 @@ func TestMisses(t *testing.T) {
 			hash: "h", reason: ReasonExpired,
 		},
 		{
+			name: "exactly TTL old is a hit",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				put(t, c, "h")
+				clk.Advance(DefaultTTL)
+			},
+			hash: "h", hit: true,
+		},
+		{
+			name: "exactly TTL in the future is a hit",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				writeRecord(t, c, map[string]any{"savedAt": clk.Now().Add(DefaultTTL).Format(time.RFC3339)})
+			},
+			hash: "h", hit: true,
+		},
+		{
+			name: "zero TTL means DefaultTTL",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				c.TTL = 0
+				put(t, c, "h")
+				clk.Advance(time.Hour)
+			},
+			hash: "h", hit: true,
+		},
+		{
 			name: "custom TTL",
 			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
 				c.TTL = time.Hour
@@ -350,6 +374,10 @@ func TestPathSafety(t *testing.T) {
 			t.Errorf("Path(%q) unstable", n)
 		}
 	}
+	// The readable prefix keeps at most 48 characters of the name.
+	if got := filepath.Base(c.Path(strings.Repeat("x", 60))); !strings.HasPrefix(got, strings.Repeat("x", 48)+"-") {
+		t.Errorf("long name: file name %q does not keep exactly 48 characters", got)
+	}
 	if got := filepath.Base(c.Path("github")); !strings.HasPrefix(got, "github-") {
 		t.Errorf("file name not readable: %q", got)
 	}
@@ -463,6 +491,28 @@ func TestPutRefusesInvalidUTF8(t *testing.T) {
 		}
 		if _, l := c.Get(tc.server, tc.hash); l.Reason != ReasonAbsent {
 			t.Errorf("Get(%q, %q) after a refused Put: %+v", tc.server, tc.hash, l)
+		}
+	}
+}
+
+// TestFailedPutLeavesNoTempFile: when the final rename fails (the record's
+// path is a non-empty directory), Put reports it and removes its temp file.
+func TestFailedPutLeavesNoTempFile(t *testing.T) {
+	c, _ := newCache(t)
+	p := c.Path("srv")
+	if err := os.MkdirAll(filepath.Join(p, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put("srv", "h", sampleTools()); err == nil || !strings.Contains(err.Error(), "replace record") {
+		t.Fatalf("Put over a directory: err = %v, want a replace error", err)
+	}
+	entries, err := os.ReadDir(c.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != filepath.Base(p) {
+			t.Errorf("failed Put left %q behind", e.Name())
 		}
 	}
 }
