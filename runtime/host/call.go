@@ -180,13 +180,9 @@ func (s *server) callOnce(ctx context.Context, name string, args any, ci *callIn
 			return nil, err, nil
 		}
 	}
-	if timeout > 0 {
-		// The SDK request deadline is padded so the watchdog decides
-		// first; both run on the same clock.
-		pad := time.Duration(float64(timeout) * RequestTimeoutPadding)
-		pt := s.rt.clock.AfterFunc(pad, func() { cancelReq(&clock.TimeoutError{What: "request", After: pad}) })
-		defer pt.Stop()
-	}
+	// The request has no deadline of its own: go-sdk sets none, and the
+	// watchdog above is the only one, so it always decides first (seed
+	// 001's padded request timeout exists to guarantee exactly that).
 	if !s.rt.faults.on(faultNoFailFast) {
 		stop := context.AfterFunc(conn.ctx, func() { cancelReq(context.Cause(conn.ctx)) })
 		defer stop()

@@ -25,9 +25,6 @@ const (
 	DefaultListChangedDebounce = 100 * time.Millisecond
 	DefaultMaxResultChars      = 50_000
 	DefaultEventLimit          = 10_000
-	// RequestTimeoutPadding is the factor by which the MCP request deadline
-	// exceeds the tool timeout, so the runtime's own watchdog decides first.
-	RequestTimeoutPadding = 1.5
 )
 
 // Dialer makes the transport for one connect attempt. The runtime uses its
