@@ -192,6 +192,8 @@ var teeth = []teethRow{
 	{"remote-init-final", "a remote server whose first connect fails is never retried",
 		// The handshake refused with Retry-After is not retried either.
 		"REMOTE-REFUSED-001", []string{"REMOTE-RETRYAFTER-002"}},
+	{"stray-reply-fatal", "a reply that matches no request in flight ends the connection",
+		"CORE-HOSTILE-004", nil},
 }
 
 // teethRow is one deliberately broken variant: its MCPLIFE_FAULTS name, a

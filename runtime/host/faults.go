@@ -71,6 +71,7 @@ const (
 	faultErrorsUnwrapped        = "errors-unwrapped"          // error results reach the agent without boundary markers (runtime/bridge)
 	faultMarkersKept            = "markers-kept"              // boundary markers inside a result are not neutralized (runtime/bridge)
 	faultRemoteInitFinal        = "remote-init-final"         // a remote server whose first connect fails is never retried
+	faultStrayReplyFatal        = "stray-reply-fatal"         // a reply that matches no request in flight ends the connection
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -88,5 +89,5 @@ func FaultNames() []string {
 		faultRestartDelaysIgnored, faultBoundedGivesUpEarly, faultCollisionBothListed, faultDisconnectRestarts,
 		faultEmptyRefreshReplaces, faultReloadStaleConfig, faultEnvInherited, faultProjectURLExpandsEnv,
 		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
-		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal}
+		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal}
 }

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/bits"
 	"strconv"
 	"sync"
@@ -36,6 +37,7 @@ const strayMemory = 64
 type strayTransport struct {
 	inner  mcp.Transport
 	report func(id jsonrpc.ID, reason string, n int)
+	fatal  bool // the stray-reply-fatal defect
 }
 
 // strayGuard wraps t to report stray replies of s, unless t is a
@@ -44,7 +46,7 @@ func (s *server) strayGuard(t mcp.Transport) mcp.Transport {
 	if _, ok := t.(*mcp.StreamableClientTransport); ok {
 		return t
 	}
-	return &strayTransport{inner: t, report: func(id jsonrpc.ID, reason string, n int) {
+	return &strayTransport{inner: t, fatal: s.rt.faults.on(faultStrayReplyFatal), report: func(id jsonrpc.ID, reason string, n int) {
 		// The 1st, 2nd, 4th, 8th... of each reason, like transport.noise.
 		if bits.OnesCount(uint(n)) == 1 {
 			s.emit(event.TransportStrayReply, event.String("id", idSample(id)), event.String("reason", reason), event.Int("replies", n))
@@ -58,13 +60,14 @@ func (t *strayTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &strayConn{Connection: c, report: t.report, pending: make(map[jsonrpc.ID]struct{})}, nil
+	return &strayConn{Connection: c, report: t.report, fatal: t.fatal, pending: make(map[jsonrpc.ID]struct{})}, nil
 }
 
 // strayConn tracks the ids of the requests written on it.
 type strayConn struct {
 	mcp.Connection
 	report func(id jsonrpc.ID, reason string, n int)
+	fatal  bool // the stray-reply-fatal defect: a stray reply ends the connection
 
 	mu        sync.Mutex
 	pending   map[jsonrpc.ID]struct{} // requests written, not yet answered or cancelled
@@ -154,23 +157,28 @@ func (c *strayConn) forget(params json.RawMessage) {
 func (c *strayConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
-		c.check(resp.ID)
+		if c.check(resp.ID) && c.fatal {
+			// Defect: a strict client treats the stray reply as a
+			// protocol violation and drops the connection.
+			return nil, fmt.Errorf("reply to id %s matches no request in flight", idSample(resp.ID))
+		}
 	}
 	return msg, err
 }
 
-// check matches a reply's id against the requests in flight.
-func (c *strayConn) check(id jsonrpc.ID) {
+// check matches a reply's id against the requests in flight; it reports
+// whether the reply was stray.
+func (c *strayConn) check(id jsonrpc.ID) bool {
 	c.mu.Lock()
 	if _, ok := c.pending[id]; ok {
 		delete(c.pending, id)
 		c.answered.put(id)
 		c.mu.Unlock()
-		return
+		return false
 	}
 	if c.cancelled.take(id) {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	reason, i := strayUnknown, 0
 	if c.answered.has(id) {
@@ -180,6 +188,7 @@ func (c *strayConn) check(id jsonrpc.ID) {
 	n := c.strays[i]
 	c.mu.Unlock()
 	c.report(id, reason, n)
+	return true
 }
 
 // idSample renders a reply id as JSON text, capped like every sample of
