@@ -328,19 +328,7 @@ func (rt *Runtime) Status() []ServerStatus {
 // DisconnectServer stops a server on purpose: its tools are unregistered at
 // once and it is not restarted until the next Reload.
 func (rt *Runtime) DisconnectServer(ctx context.Context, name string) error {
-	var targets []*server
-	rt.mu.Lock()
-	if s, ok := rt.servers[name]; ok {
-		targets = append(targets, s)
-	}
-	for sess := range rt.sessions {
-		for _, s := range sess.privateServers() {
-			if s.name == name {
-				targets = append(targets, s)
-			}
-		}
-	}
-	rt.mu.Unlock()
+	targets := rt.running(name)
 	if len(targets) == 0 {
 		return fmt.Errorf("disconnect: no running server named %q", name)
 	}
