@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/event"
@@ -88,8 +87,7 @@ const (
 type listState struct {
 	resources []*mcp.Resource
 	prompts   []*mcp.Prompt
-	debounce  [2]clock.Timer
-	since     [2]time.Time
+	windows   [2]debounceWindow // by listKind
 	listed    [2]bool
 }
 
@@ -113,34 +111,13 @@ func (s *server) listChanged(c *connection, k listKind) {
 	if s.closed {
 		return
 	}
-	debounce := s.rt.opts.ListChangedDebounce
-	now := s.rt.clock.Now()
-	st := &s.lists
-	if st.debounce[k] != nil {
-		if now.Sub(st.since[k]) >= ListChangedMaxDelayFactor*debounce {
-			return
-		}
-		st.debounce[k].Stop()
-	} else {
-		st.since[k] = now
+	if s.debounceLocked(&s.lists.windows[k], c, func() { s.refreshList(c, k) }) {
 		kind := event.ResourcesChanged
 		if k == listPrompts {
 			kind = event.PromptsChanged
 		}
-		defer s.emit(kind, event.Millis("debounce_ms", debounce))
+		s.emit(kind, event.Millis("debounce_ms", s.rt.opts.ListChangedDebounce))
 	}
-	var t clock.Timer
-	t = s.rt.clock.AfterFunc(debounce, func() {
-		s.mu.Lock()
-		if s.lists.debounce[k] != t || s.conn != c || s.closed {
-			s.mu.Unlock()
-			return
-		}
-		s.lists.debounce[k] = nil
-		s.mu.Unlock()
-		s.rt.goRun(func() { s.refreshList(c, k) })
-	})
-	st.debounce[k] = t
 }
 
 // refreshList lists c's resources or prompts (all pages, at most MaxTools
@@ -251,10 +228,7 @@ func (rt *Runtime) listing(name, field string) (*server, error) {
 
 // stopListTimersLocked stops the listings' debounce timers; s.mu held.
 func (s *server) stopListTimersLocked() {
-	for i, t := range s.lists.debounce {
-		if t != nil {
-			t.Stop()
-			s.lists.debounce[i] = nil
-		}
+	for i := range s.lists.windows {
+		s.lists.windows[i].stop()
 	}
 }

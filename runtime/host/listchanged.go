@@ -1,6 +1,8 @@
 package host
 
 import (
+	"time"
+
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/event"
 )
@@ -20,9 +22,8 @@ func (s *server) toolsChanged(c *connection) {
 		return
 	}
 	debounce := s.rt.opts.ListChangedDebounce
-	now := s.rt.clock.Now()
-	if s.debounce == nil {
-		s.changes, s.changesSince = 0, now
+	if !s.toolsWindow.open() {
+		s.changes = 0
 	}
 	s.changes++
 	switch n := s.changes; {
@@ -35,25 +36,58 @@ func (s *server) toolsChanged(c *connection) {
 		s.rt.goRun(func() { s.refreshTools(c) }) // defect: one refresh per notification
 		return
 	}
-	if s.debounce != nil {
-		if now.Sub(s.changesSince) >= ListChangedMaxDelayFactor*debounce {
-			// A steady flood: the armed refresh is not postponed again.
-			return
+	s.debounceLocked(&s.toolsWindow, c, func() { s.refreshTools(c) })
+}
+
+// debounceWindow is the debounce window of one of a server's lists (tools,
+// resources, prompts); s.mu guards it.
+type debounceWindow struct {
+	timer clock.Timer // the armed refresh; nil when no window is open
+	since time.Time   // when the window's first notification came
+}
+
+// open reports whether a window is open.
+func (w *debounceWindow) open() bool { return w.timer != nil }
+
+// stop closes the window without its refresh.
+func (w *debounceWindow) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+}
+
+// debounceLocked handles one list_changed of connection c for window w: it
+// opens the window, or postpones its refresh by ListChangedDebounce while the
+// window is younger than ListChangedMaxDelayFactor periods (a steady flood
+// cannot postpone it for ever). When the timer fires and c is still the
+// server's connection, refresh runs on its own goroutine. It reports whether
+// the notification opened the window. s.mu must be held.
+func (s *server) debounceLocked(w *debounceWindow, c *connection, refresh func()) (opened bool) {
+	debounce := s.rt.opts.ListChangedDebounce
+	now := s.rt.clock.Now()
+	if w.timer != nil {
+		if now.Sub(w.since) >= ListChangedMaxDelayFactor*debounce {
+			return false // the armed refresh is not postponed again
 		}
-		s.debounce.Stop()
+		w.timer.Stop()
+	} else {
+		w.since = now
+		opened = true
 	}
 	var t clock.Timer
-	t = s.rt.clock.AfterFunc(s.rt.opts.ListChangedDebounce, func() {
+	t = s.rt.clock.AfterFunc(debounce, func() {
 		s.mu.Lock()
-		if s.debounce != t || s.conn != c || s.closed {
+		if w.timer != t || s.conn != c || s.closed {
 			s.mu.Unlock()
 			return
 		}
-		s.debounce = nil
+		w.timer = nil
 		s.mu.Unlock()
-		s.rt.goRun(func() { s.refreshTools(c) })
+		s.rt.goRun(refresh)
 	})
-	s.debounce = t
+	w.timer = t
+	return opened
 }
 
 func (s *server) refreshTools(c *connection) {

@@ -53,9 +53,8 @@ type server struct {
 	step            int  // backoff step; zero after StabilityWindow of uptime
 	stable          clock.Timer
 	grace           clock.Timer
-	debounce        clock.Timer
-	changes         int       // list_changed notifications in the debounce window
-	changesSince    time.Time // when the window's first notification came
+	toolsWindow     debounceWindow // tools/list_changed
+	changes         int            // list_changed notifications in toolsWindow
 	idle            clock.Timer
 	pingless        bool
 	probing         *probeRun
@@ -425,7 +424,8 @@ func (s *server) close(ctx context.Context, reason string) {
 	}
 	s.closed = true
 	s.cancel()
-	for _, t := range []clock.Timer{s.stable, s.grace, s.debounce, s.idle} {
+	s.toolsWindow.stop()
+	for _, t := range []clock.Timer{s.stable, s.grace, s.idle} {
 		if t != nil {
 			t.Stop()
 		}
