@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/config"
+	"github.com/mcplife/mcplife/runtime/proc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -286,4 +288,41 @@ func BenchmarkCallOverheadStdio(b *testing.B) {
 			_, err := sess.CallTool(ctx, "mcp_a_echo", args)
 			return err
 		})
+}
+
+// BenchmarkStdioTransport compares the two stdio transports the runtime
+// could hand go-sdk, each under its own go-sdk client to its own fixture
+// process behind the same stdout filter: "raw" is go-sdk's IOTransport
+// (proc.Process.IOTransport), "session" the runtime's wire.Transport
+// (proc.Process.Transport), which takes whole messages from the filter. The
+// ratio is wire.Transport's time over IOTransport's for a tool call.
+func BenchmarkStdioTransport(b *testing.B) {
+	ctx := context.Background()
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := append(os.Environ(), asFixtureEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	connect := func(pick func(*proc.Process) mcp.Transport) *mcp.ClientSession {
+		p, err := proc.Start(proc.Spec{Command: exe, Env: env}, clock.Real{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs := rawClient(b, pick(p))
+		b.Cleanup(func() {
+			cs.Close()
+			p.Stop(ctx, proc.Grace{}, nil)
+		})
+		return cs
+	}
+	ioConn := connect(func(p *proc.Process) mcp.Transport { return p.IOTransport() })
+	wireConn := connect(func(p *proc.Process) mcp.Transport { return p.Transport() })
+	args := map[string]any{"text": "hello"}
+	call := func(cs *mcp.ClientSession) func() error {
+		return func() error {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args})
+			return err
+		}
+	}
+	interleave(b, call(ioConn), call(wireConn))
 }

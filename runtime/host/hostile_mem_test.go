@@ -87,16 +87,15 @@ func hostileCases() []hostileCase {
 //
 //	go test ./runtime/host -run '^$' -bench BenchmarkHostileServer -benchmem -benchtime 1x -count 5
 //
-// Measured on 2 shared cores (medians of 5 runs; retained heap; B/op is
+// Measured on 2 cores (medians of 5 runs; retained heap; B/op is
 // transient; the table with spreads is in docs/LIFECYCLE.md, "Limits"):
-// plain 77 KiB; banner, garbage line, invalid UTF-8, unknown and duplicate
-// ids, 100 MB of stderr, the 10,000-character name and the 100-deep schema
-// within 25 KiB of plain; 100,000 list_changed +27 KiB retained but 9.3 GiB
-// allocated (go-sdk allocates ~100 KB to decode each message); 10,000 tools
-// +930 KiB (the 256 kept, MaxTools); the 64 MiB line, closed stdout and the
-// 1,000-deep schema leave a failed server (11-51 KiB). The one case over
-// the goal: a 15 MiB reply leaves 32 MiB retained, go-sdk's stdio decoder
-// buffer grown to fit it (bounded by ~2 x maxMessageBytes).
+// plain 75 KiB; every garbage knob within 10 KiB of plain except 10,000
+// tools (+436 KiB, the 256 kept, MaxTools); the 64 MiB line, closed stdout
+// and the 1,000-deep schema leave a failed server (12-54 KiB); 100,000
+// list_changed allocate 20 MB in 0.3 s (the stdout filter absorbs them into
+// the open debounce window; through go-sdk, which allocates ~100 KB to
+// decode each message, it was 9.3 GiB and 8-70 s); a 15 MiB reply leaves
+// nothing retained (32 MiB through go-sdk's IOTransport).
 func BenchmarkHostileServer(b *testing.B) {
 	exe, err := os.Executable()
 	if err != nil {

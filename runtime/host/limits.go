@@ -67,6 +67,7 @@ func (s *server) stdoutSpec(spec proc.Spec) proc.Spec {
 			s.emit(event.TransportNoise, event.Int("lines", n.Lines), event.Int("bytes", n.Bytes), event.String("sample", n.Sample))
 		}
 	}
+	spec.Absorb = s.absorbListChanged
 	spec.OnTooLarge = func(e *wire.TooLargeError) {
 		s.emit(event.TransportOversized, event.Int("limit", e.Limit), event.Bool("json", e.JSON), event.String("sample", e.Sample))
 	}
@@ -215,7 +216,7 @@ func Limits() []Limit {
 	return []Limit{
 		{"one stdout message or non-JSON line of a stdio server", fmt.Sprintf("%d bytes (16 MiB, go-sdk's own line limit)", DefaultMaxMessageBytes),
 			"`maxMessageBytes` (1024 to 1073741824)", "`MaxMessageBytes` (negative: none)",
-			"`transport.oversized` (limit, json, sample); the connection ends with `stdout ... exceeds the limit of N bytes (starts \"...\")`: calls in flight fail at once with `mcp_connection_lost`, a connect attempt fails (`server.failed`), and the restart policy decides what follows. A non-JSON line is never buffered; a JSON message at most up to the limit."},
+			"`transport.oversized` (limit, json, sample); the connection ends with `stdout ... exceeds the limit of N bytes (starts \"...\")`: calls in flight fail at once with `mcp_connection_lost`, a connect attempt fails (`server.failed`), and the restart policy decides what follows. A non-JSON line is never buffered; a JSON message at most up to the limit, and the buffer a message over 64 KiB grew is let go once it is read (nothing of it stays for the rest of the connection)."},
 		{"non-JSON lines on a stdio server's stdout (banners, logs, invalid UTF-8)", "none: each is dropped in constant memory", "—", "—",
 			"Dropped; `transport.noise` (lines, bytes, sample) for the 1st, 2nd, 4th, 8th... line of a connection, so a flood costs a few dozen events. The connection goes on."},
 		{"samples of what a server sent (in events and errors)", fmt.Sprintf("%d bytes", wire.SampleBytes), "—", "—",
@@ -229,7 +230,7 @@ func Limits() []Limit {
 		{"input schema nesting", fmt.Sprintf("%d levels of objects and arrays", DefaultMaxSchemaDepth), "—", "`MaxSchemaDepth`",
 			"The tool is dropped, the others stay; `tools.limited` reason `schema-too-deep`. A message nested deeper than 1,000 JSON levels is refused by go-sdk's decoder: the tools/list fails and so does the connect attempt (`server.failed`)."},
 		{"tools/list_changed events per debounce window", fmt.Sprintf("%d `tools.changed`; the window re-arms during its first %d debounce periods", ListChangedEventBurst, ListChangedMaxDelayFactor), "—", "`ListChangedDebounce` (the period)",
-			"Later notifications are absorbed into the window's single refresh; `tools.change_flood` at 100, 1,000, 10,000... notifications. A steady flood cannot postpone the refresh past the re-arm bound. A flood costs CPU in go-sdk, not here: decoding each notification allocates ~100 KB (a fresh segmentio/encoding/json decoder buffer per message, three per message) and takes ~80 µs; the runtime's own share is under 2% of the CPU profile. 100,000 notifications take 8-70 s in process depending on the load (`BenchmarkHostileServer/list-changed-100k`, 10 GB allocated, 27 KiB retained) and 34-66 s through the driver on 2 loaded cores (105-273 s with -race), so scenario 126 and CORE-HOSTILE-005 flood 10,000 and the benchmark 100,000."},
+			"Later notifications are absorbed into the window's single refresh; `tools.change_flood` at 100, 1,000, 10,000... notifications. A steady flood cannot postpone the refresh past the re-arm bound. While a window is open, the stdout filter (package wire) counts each further list_changed of 512 bytes or less into it before go-sdk sees it, and drops it: go-sdk would allocate about 100 KB to decode each one (a fresh decoder buffer per message, three per message). 100,000 notifications take 0.3 s in process and allocate 20 MB (`BenchmarkHostileServer/list-changed-100k`; 8-70 s and 10 GB before), so scenario 126 floods 100,000. Resources and prompts list_changed are absorbed the same way, and dropped when the server does not follow that list."},
 		{"replies whose id matches no call in flight (unknown or duplicate ids)", "none", "—", "—",
 			fmt.Sprintf("Dropped by go-sdk; the connection and the calls go on. A stdio or SSE connection reports them: `transport.stray_reply` (id, reason `unknown` or `duplicate`, replies) for the 1st, 2nd, 4th, 8th... stray reply of each reason. It remembers the requests in flight and the last %d answered and %d cancelled ids (a late reply to a cancelled call is no stray), so its memory does not grow with what the server sends. Streamable HTTP connections are not watched (go-sdk's client connection cannot be wrapped there).", strayMemory, strayMemory)},
 		{"event history kept in memory", fmt.Sprintf("%d events", DefaultEventLimit), "—", "`EventLimit` (negative: all)",

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 
 	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/proc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -105,6 +106,66 @@ func TestListChangedFloodEvents(t *testing.T) {
 		}
 		if n := env.count(event.ToolsChangeFlood, "a"); n != 2 {
 			t.Errorf("%d tools.change_flood, want 2", n)
+		}
+	})
+}
+
+// TestAbsorbListChanged: the stdout filter's callback counts a
+// list_changed into a window that is already open, exactly as the handler
+// would (the flood event at 100 comes from absorbed notifications), and
+// declines the one that would open a window, one from another process, and
+// any after the window's refresh; a list the server does not follow is
+// dropped.
+func TestAbsorbListChanged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMemRuntime(t, map[string]string{"a": `"prompts": true`}, Options{})
+		if _, err := env.rt.OpenSession(t.Context(), SessionOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		env.rt.mu.Lock()
+		s := env.rt.servers["a"]
+		env.rt.mu.Unlock()
+		s.mu.Lock()
+		c := s.conn
+		s.mu.Unlock()
+		const tools = "notifications/tools/list_changed"
+		if s.absorbListChanged(c.proc, tools) {
+			t.Fatal("absorbed the notification that opens the window")
+		}
+		s.toolsChanged(c) // go-sdk's handler opens it
+		if s.absorbListChanged(&proc.Process{}, tools) {
+			t.Error("absorbed a notification of another process")
+		}
+		for i := range 99 {
+			if !s.absorbListChanged(c.proc, tools) {
+				t.Fatalf("notification %d of an open window declined", i+2)
+			}
+		}
+		if n := env.count(event.ToolsChanged, "a"); n != ListChangedEventBurst {
+			t.Errorf("%d tools.changed, want %d", n, ListChangedEventBurst)
+		}
+		env.await(t, event.Matcher{Kind: event.ToolsChangeFlood, Server: "a", Attrs: map[string]string{"notifications": "100"}})
+		last := env.rt.Events().Last()
+		if _, err := env.rt.Events().Await(t.Context(), last, event.Matcher{Kind: event.ToolsRegistered, Server: "a"}); err != nil {
+			t.Fatalf("no refresh after the debounce: %v", err)
+		}
+		if s.absorbListChanged(c.proc, tools) {
+			t.Error("absorbed a notification after the window's refresh")
+		}
+
+		if !s.absorbListChanged(c.proc, "notifications/resources/list_changed") {
+			t.Error("a resources list_changed of a server without \"resources\" went on to go-sdk")
+		}
+		const prompts = "notifications/prompts/list_changed"
+		if s.absorbListChanged(c.proc, prompts) {
+			t.Error("absorbed the prompts notification that opens the window")
+		}
+		s.listChanged(c, listPrompts)
+		if !s.absorbListChanged(c.proc, prompts) {
+			t.Error("declined a prompts notification of an open window")
+		}
+		if n := env.count(event.PromptsChanged, "a"); n != 1 {
+			t.Errorf("%d prompts.changed, want 1", n)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/proc"
 )
 
 // toolsChanged handles notifications/tools/list_changed from connection c:
@@ -21,6 +22,11 @@ func (s *server) toolsChanged(c *connection) {
 	if s.closed {
 		return
 	}
+	s.toolsChangedLocked(c)
+}
+
+// toolsChangedLocked is toolsChanged with s.mu held.
+func (s *server) toolsChangedLocked(c *connection) {
 	debounce := s.rt.opts.ListChangedDebounce
 	if !s.toolsWindow.open() {
 		s.changes = 0
@@ -37,6 +43,47 @@ func (s *server) toolsChanged(c *connection) {
 		return
 	}
 	s.debounceLocked(&s.toolsWindow, c, func() { s.refreshTools(c) })
+}
+
+// absorbListChanged is offered each small list_changed notification on the
+// stdout of process p before go-sdk decodes it (proc.Spec.Absorb). While a
+// debounce window of that list is open on p's connection, the notification
+// is counted into it here, exactly as its handler would (toolsChanged,
+// listChanged), and dropped: a flood then costs a byte scan per
+// notification instead of a go-sdk decode (about 100 KB of allocations). A
+// notification of a list the server does not follow (resources or prompts
+// without the config field) is dropped too: go-sdk has no handler for it.
+// Anything else, the notification that opens a window included, goes
+// through go-sdk in order.
+func (s *server) absorbListChanged(p *proc.Process, method string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.conn
+	if s.closed || c == nil || c.proc != p || s.rt.faults.on(faultNoListChangedDebounce) {
+		return false
+	}
+	switch method {
+	case "notifications/tools/list_changed":
+		if !s.toolsWindow.open() {
+			return false
+		}
+		s.toolsChangedLocked(c)
+	case "notifications/resources/list_changed", "notifications/prompts/list_changed":
+		k, follows := listResources, s.cfg.Resources
+		if method == "notifications/prompts/list_changed" {
+			k, follows = listPrompts, s.cfg.Prompts
+		}
+		if !follows {
+			return true
+		}
+		if !s.lists.windows[k].open() {
+			return false
+		}
+		s.debounceLocked(&s.lists.windows[k], c, func() { s.refreshList(c, k) })
+	default:
+		return false
+	}
+	return true
 }
 
 // debounceWindow is the debounce window of one of a server's lists (tools,

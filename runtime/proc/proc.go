@@ -86,6 +86,10 @@ type Spec struct {
 	// OnTooLarge is told once when a stdout line exceeds MaxLineLength; the
 	// connection then ends with that error.
 	OnTooLarge func(*wire.TooLargeError)
+	// Absorb, if set, is offered every small list_changed notification on
+	// stdout before go-sdk decodes it (wire.Options.Absorb), with the
+	// process it came from; returning true drops it.
+	Absorb func(p *Process, method string) bool
 }
 
 // Stop steps, as reported to a StopObserver.
@@ -261,12 +265,16 @@ func Start(spec Spec, c clock.Clock) (*Process, error) {
 		clock:  c,
 		stdin:  &pipeWriter{f: inW},
 		stdout: stdout,
-		guard:  wire.NewReader(stdout, wire.Options{MaxMessageBytes: max(maxLine, 0), OnNoise: spec.OnNoise, OnTooLarge: spec.OnTooLarge}),
 		stderr: &drainReader{f: errR},
 		tail:   newTailBuffer(limit),
 		done:   make(chan struct{}),
 		waited: make(chan struct{}),
 	}
+	wopts := wire.Options{MaxMessageBytes: max(maxLine, 0), OnNoise: spec.OnNoise, OnTooLarge: spec.OnTooLarge}
+	if spec.Absorb != nil {
+		wopts.Absorb = func(method string) bool { return spec.Absorb(p, method) }
+	}
+	p.guard = wire.NewReader(stdout, wopts)
 	stderrDone := make(chan struct{})
 	go p.copyStderr(stderrDone)
 	go p.waitExit(stderrDone)
@@ -277,12 +285,12 @@ func Start(spec Spec, c clock.Clock) (*Process, error) {
 // id.
 func (p *Process) PID() int { return p.pid }
 
-// Transport returns a transport over the child's stdout (reader), filtered
-// by a wire.Reader, and stdin (writer). Closing the connection made from it
-// closes stdin, so the child sees EOF, and the stdout reader. Connect it
-// once. go-sdk's own line limit is off: the wire.Reader enforces
-// Spec.MaxLineLength without buffering a rejected line.
-func (p *Process) Transport() *mcp.IOTransport {
+// Transport returns a transport over the child's stdout, filtered by a
+// wire.Reader, and its stdin: a wire.Transport, which takes whole messages
+// from the filter instead of decoding the stream a second time as go-sdk's
+// IOTransport does. Closing the connection made from it closes the stdout
+// reader and stdin, so the child sees EOF. Connect it once.
+func (p *Process) Transport() mcp.Transport {
 	p.mu.Lock()
 	p.claimed = true
 	p.mu.Unlock()
@@ -291,6 +299,17 @@ func (p *Process) Transport() *mcp.IOTransport {
 		// noise and over-long lines included.
 		return &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}
 	}
+	return &wire.Transport{Stdout: p.guard, Stdin: p.stdin}
+}
+
+// IOTransport returns go-sdk's IOTransport over the same filtered stdout and
+// stdin, for comparison (BenchmarkStdioTransport): the stream is decoded
+// by go-sdk's own encoding/json.Decoder with its line limit off. Connect
+// either it or Transport, once.
+func (p *Process) IOTransport() *mcp.IOTransport {
+	p.mu.Lock()
+	p.claimed = true
+	p.mu.Unlock()
 	return &mcp.IOTransport{Reader: p.guard, Writer: p.stdin, MaxLineLength: -1}
 }
 

@@ -106,7 +106,7 @@ func start(t *testing.T, spec Spec, c clock.Clock) *Process {
 			t.Errorf("pid %d not reaped", p.PID())
 			return
 		}
-		tr := p.Transport()
+		tr := p.IOTransport()
 		tr.Reader.Close()
 		tr.Writer.Close()
 	})
@@ -322,7 +322,7 @@ func TestCommandNotFound(t *testing.T) {
 func TestTransportCloseClosesStdin(t *testing.T) {
 	ctx := testCtx(t)
 	p := start(t, sh("cat; exit 4"), nil)
-	tr := p.Transport()
+	tr := p.IOTransport()
 	// The transport's reader passes JSON and drops other lines (package wire).
 	if _, err := tr.Writer.Write([]byte("dropped\n{\"through\":1}\n")); err != nil {
 		t.Fatal(err)

@@ -18,12 +18,24 @@
 //   - No message and no dropped line may exceed [Options.MaxMessageBytes]:
 //     the Reader then fails for good with a [*TooLargeError] carrying a
 //     sample, so go-sdk ends the connection instead of buffering more.
+//   - With [Options.Absorb] set, an object is held back until it ends or
+//     passes [HoldBytes]. A complete list_changed notification (see
+//     [ListChangedMethod]) is offered to Absorb, and dropped when Absorb
+//     takes it, before go-sdk spends a decode on it: a flood of them costs a
+//     byte scan each instead of about 100 KB of decoder buffers.
 //
 // Samples are at most [SampleBytes] bytes, made valid UTF-8 and stripped of
 // control characters, so they are safe to put in events and logs.
+//
+// A Reader can be read as a stream (Read, for go-sdk's IOTransport) or
+// message by message ([Reader.Next]); [Transport] is the runtime's stdio
+// connection for go-sdk built on Next: it needs no second JSON scan of the
+// stream and keeps no buffer or message past its use.
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +55,11 @@ const SampleBytes = 200
 
 // bufSize is the Reader's own buffer.
 const bufSize = 32 << 10
+
+// HoldBytes is how much of a JSON object the Reader holds back, when
+// Options.Absorb is set, before it passes the object on unread: a
+// notification longer than this is never offered to Absorb.
+const HoldBytes = 512
 
 // ErrTooLarge is matched (errors.Is) by every [*TooLargeError].
 var ErrTooLarge = errors.New("message too large")
@@ -92,6 +109,12 @@ type Options struct {
 	// OnTooLarge, if set, is called once when the limit is exceeded, before
 	// Read returns the error.
 	OnTooLarge func(*TooLargeError)
+	// Absorb, if set, is offered every complete list_changed notification
+	// of at most HoldBytes bytes, with its method, from the goroutine that
+	// calls Read; when it returns true the notification is dropped (the
+	// caller has handled it), otherwise it is passed on unchanged and in
+	// order.
+	Absorb func(method string) bool
 }
 
 type state int
@@ -119,10 +142,17 @@ type Reader struct {
 	size     int    // bytes of the current message or noise line
 	sample   []byte // start of the current line, up to SampleBytes
 
-	mu     sync.Mutex
-	err    error // sticky failure (a *TooLargeError)
-	noise  int   // lines dropped
-	closer io.Closer
+	holding bool   // the current object is being held back (Options.Absorb)
+	hold    []byte // the held bytes of the current object
+	out     []byte // released bytes still to be returned, from outPos
+	outPos  int
+	msg     []byte // the value being assembled by Next
+
+	mu       sync.Mutex
+	err      error // sticky failure (a *TooLargeError)
+	noise    int   // lines dropped
+	absorbed int   // notifications taken by Options.Absorb
+	closer   io.Closer
 }
 
 // NewReader returns a Reader over r. Close closes r when it is an io.Closer.
@@ -148,6 +178,13 @@ func (g *Reader) NoiseLines() int {
 	return g.noise
 }
 
+// Absorbed returns the number of notifications Options.Absorb took.
+func (g *Reader) Absorbed() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.absorbed
+}
+
 // Close closes the underlying reader if it can be closed.
 func (g *Reader) Close() error {
 	if g.closer != nil {
@@ -166,10 +203,16 @@ func (g *Reader) Read(p []byte) (int, error) {
 	}
 	n := 0
 	for n == 0 {
-		if g.start == g.end {
+		if g.start == g.end && g.outPos == len(g.out) {
 			if g.rerr != nil {
 				if g.st == stNoise && g.size > 0 {
 					g.endNoise()
+				}
+				if g.holding {
+					// An object cut off by the end of stdout goes on as it
+					// is; the decoder reports it.
+					g.release()
+					continue
 				}
 				return 0, g.rerr
 			}
@@ -200,7 +243,19 @@ func (g *Reader) fill() {
 func (g *Reader) scan(p []byte) (int, error) {
 	limit := g.opts.MaxMessageBytes
 	n := 0
-	for g.start < g.end && n < len(p) {
+	for n < len(p) {
+		if g.outPos < len(g.out) {
+			c := copy(p[n:], g.out[g.outPos:])
+			n += c
+			g.outPos += c
+			if g.outPos == len(g.out) {
+				g.out, g.outPos = g.out[:0], 0
+			}
+			continue
+		}
+		if g.start >= g.end {
+			break
+		}
 		b := g.buf[g.start]
 		switch g.st {
 		case stBetween:
@@ -212,6 +267,8 @@ func (g *Reader) scan(p []byte) (int, error) {
 				continue
 			case '{', '[':
 				g.st, g.depth, g.inString, g.escaped = stValue, 0, false, false
+				g.holding = b == '{' && g.opts.Absorb != nil
+				g.hold = g.hold[:0]
 			default:
 				g.st = stNoise
 			}
@@ -221,11 +278,23 @@ func (g *Reader) scan(p []byte) (int, error) {
 			g.start++
 			g.size++
 			g.keep(b)
-			p[n] = b
-			n++
+			if g.holding {
+				g.hold = append(g.hold, b)
+			} else {
+				p[n] = b
+				n++
+			}
 			g.step(b)
 			if limit > 0 && g.size > limit {
 				return n, g.fail(true)
+			}
+			if g.holding {
+				switch {
+				case g.st == stBetween:
+					g.endHeld()
+				case len(g.hold) >= HoldBytes:
+					g.release()
+				}
 			}
 		case stNoise:
 			g.start++
@@ -268,6 +337,94 @@ func (g *Reader) step(b byte) {
 			g.st = stBetween
 		}
 	}
+}
+
+// endHeld offers the complete held object to Options.Absorb, and drops it
+// or releases it.
+func (g *Reader) endHeld() {
+	if m, ok := ListChangedMethod(g.hold); ok && g.opts.Absorb(m) {
+		g.holding = false
+		g.hold = g.hold[:0]
+		g.mu.Lock()
+		g.absorbed++
+		g.mu.Unlock()
+		return
+	}
+	g.release()
+}
+
+// release passes the held bytes on: they are returned before anything read
+// after them. g.out is empty whenever scan reads a byte, so the buffers
+// swap instead of copying.
+func (g *Reader) release() {
+	g.holding = false
+	g.out, g.hold = g.hold, g.out[:0]
+	g.outPos = 0
+}
+
+// listChangedMethods are the notifications ListChangedMethod recognizes,
+// and canonicalListChanged their usual spelling, by index.
+var (
+	listChangedMethods = [...]string{
+		"notifications/tools/list_changed",
+		"notifications/resources/list_changed",
+		"notifications/prompts/list_changed",
+	}
+	canonicalListChanged = [...]string{
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
+		`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`,
+		`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`,
+	}
+)
+
+// ListChangedMethod reports whether msg is exactly one JSON-RPC 2.0
+// list_changed notification (tools, resources or prompts) and returns its
+// method. The message must be an object with the keys "jsonrpc" ("2.0") and
+// "method", and optionally "params" (an object), and no others (key names are matched
+// exactly, as go-sdk matches them); anything else, a request or a response
+// included, is not one.
+func ListChangedMethod(msg []byte) (string, bool) {
+	if !bytes.Contains(msg, []byte("/list_changed")) {
+		return "", false
+	}
+	for i, c := range canonicalListChanged {
+		// The common spelling, without a decode.
+		if string(msg) == c {
+			return listChangedMethods[i], true
+		}
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(msg, &fields) != nil {
+		return "", false
+	}
+	var version, method string
+	for k, v := range fields {
+		var err error
+		switch k {
+		case "jsonrpc":
+			err = json.Unmarshal(v, &version)
+		case "method":
+			err = json.Unmarshal(v, &method)
+		case "params":
+			if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '{' {
+				return "", false // go-sdk would reject it: not ours to absorb
+			}
+		default:
+			return "", false
+		}
+		if err != nil {
+			return "", false
+		}
+	}
+	if version != "2.0" {
+		return "", false
+	}
+	for _, m := range listChangedMethods {
+		if method == m {
+			return m, true
+		}
+	}
+	return "", false
 }
 
 func (g *Reader) keep(b byte) {

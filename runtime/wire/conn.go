@@ -1,0 +1,188 @@
+package wire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Transport is an [mcp.Transport] over a stdio server's filtered stdout and
+// its stdin, for one connection. It replaces go-sdk's IOTransport for
+// servers behind a Reader:
+//
+//   - Messages come whole from [Reader.Next], which already knows where each
+//     JSON value ends; go-sdk's IOTransport scans every message a second
+//     time with an encoding/json.Decoder whose buffer grows to the largest
+//     message and never shrinks (a server that once sent 15 MiB left 32 MiB
+//     on the heap), and tries every message as a batch before decoding it
+//     as one message.
+//   - Each message is decoded by go-sdk's own jsonrpc.DecodeMessage, so what
+//     go-sdk accepts or refuses (a message nested past 1,000 levels, a wrong
+//     version tag) is unchanged.
+//   - A batch (a JSON array) from the server is decoded into its messages,
+//     delivered in order; replies to requests in it are written one by one.
+//
+// Closing the connection closes Stdout and then Stdin, as IOTransport does.
+type Transport struct {
+	// Stdout is the server's filtered stdout.
+	Stdout *Reader
+	// Stdin is the server's stdin.
+	Stdin io.WriteCloser
+}
+
+// Connect implements mcp.Transport. Call it once.
+func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+	c := &conn{
+		r:        t.Stdout,
+		w:        t.Stdin,
+		incoming: make(chan readResult),
+		closed:   make(chan struct{}),
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+// readResult is one value of stdout, decoded.
+type readResult struct {
+	msgs []jsonrpc.Message
+	err  error
+}
+
+// conn is the mcp.Connection of a Transport.
+type conn struct {
+	r *Reader
+	w io.WriteCloser
+
+	incoming chan readResult
+	closed   chan struct{}
+	close    sync.Once
+	closeErr error
+
+	queue []jsonrpc.Message // rest of a batch; only Read uses it
+	err   error             // the read error, once seen; only Read uses it
+
+	wmu sync.Mutex
+}
+
+// readLoop reads and decodes one message ahead of Read, until an error or
+// Close. It ends on its own when Close closes stdout.
+func (c *conn) readLoop() {
+	for {
+		var res readResult
+		raw, err := c.r.Next()
+		if err != nil {
+			res.err = err
+		} else {
+			res.msgs, res.err = decode(raw)
+		}
+		select {
+		case c.incoming <- res:
+		case <-c.closed:
+			return
+		}
+		if res.err != nil {
+			return
+		}
+	}
+}
+
+// decode decodes one message or a batch.
+func decode(raw []byte) ([]jsonrpc.Message, error) {
+	if raw[0] != '[' {
+		msg, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return nil, err
+		}
+		return []jsonrpc.Message{msg}, nil
+	}
+	var batch []json.RawMessage
+	if err := json.Unmarshal(raw, &batch); err != nil {
+		return nil, fmt.Errorf("unmarshaling a batch: %w", err)
+	}
+	if len(batch) == 0 {
+		return nil, errors.New("empty batch")
+	}
+	msgs := make([]jsonrpc.Message, len(batch))
+	for i, b := range batch {
+		msg, err := jsonrpc.DecodeMessage(b)
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = msg
+	}
+	return msgs, nil
+}
+
+// Read implements mcp.Connection. After Close it returns io.EOF; after a
+// read error, that error.
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.queue) > 0 {
+		msg := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		if len(c.queue) == 0 {
+			c.queue = nil
+		}
+		return msg, nil
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case res := <-c.incoming:
+		if res.err != nil {
+			c.err = res.err
+			return nil, res.err
+		}
+		if len(res.msgs) > 1 {
+			// Not msgs[1:] when there is one: an empty slice of the array
+			// would keep msgs[0], a message of any size, reachable until
+			// the next batch (go-sdk's IOTransport keeps the last message
+			// that way).
+			c.queue = res.msgs[1:]
+		}
+		return res.msgs[0], nil
+	case <-c.closed:
+		return nil, io.EOF
+	}
+}
+
+// Write implements mcp.Connection: one line per message.
+func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err = c.w.Write(data)
+	return err
+}
+
+// Close implements mcp.Connection: it closes stdout, then stdin; later
+// calls return the first call's error.
+func (c *conn) Close() error {
+	c.close.Do(func() {
+		close(c.closed)
+		c.closeErr = errors.Join(c.r.Close(), c.w.Close())
+	})
+	return c.closeErr
+}
+
+// SessionID implements mcp.Connection: stdio has no session id.
+func (c *conn) SessionID() string { return "" }
