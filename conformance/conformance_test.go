@@ -96,6 +96,17 @@ func selfFixture(t testing.TB) Fixture {
 	return Fixture{Command: exe, Env: map[string]string{roleEnv: "fixture", "GORACE": "atexit_sleep_ms=0"}}
 }
 
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -105,6 +116,17 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// fastEnv, when set, makes TestConformance stop at the first failing
+// requirement and bound each wait by fastAwaitTimeout (unless
+// -await-timeout is given): .ci/mutation sets it, where a mutant only has
+// to be caught, not diagnosed, and a run that waits out the default bound
+// on every broken requirement would exceed gremlins' timeout.
+const fastEnv = "MCPLIFE_CONFORMANCE_FAST"
+
+// fastAwaitTimeout is the wait bound under fastEnv: TestTeeth's, which
+// the reference passes with on a loaded 2-core machine.
+const fastAwaitTimeout = 10 * time.Second
 
 // TestConformance runs the suite: against the reference runtime in-process
 // by default, or against -impl.
@@ -119,6 +141,12 @@ func TestConformance(t *testing.T) {
 		JSONReport:      *flagJSON,
 		IDs:             splitList(*flagReqs),
 		TempDir:         t.TempDir(),
+	}
+	if os.Getenv(fastEnv) != "" {
+		cfg.FailFast = true
+		if !flagSet("await-timeout") {
+			cfg.AwaitTimeout = fastAwaitTimeout
+		}
 	}
 	for _, p := range splitList(*flagProfiles) {
 		cfg.Profiles = append(cfg.Profiles, driver.Profile(p))

@@ -122,6 +122,9 @@ type Config struct {
 	Verbose bool
 	// NoColor turns off colors in ginkgo's output.
 	NoColor bool
+	// FailFast stops the run at the first failing requirement (ginkgo's
+	// fail-fast); the summary then counts the rest as not run.
+	FailFast bool
 }
 
 func (c Config) withDefaults() Config {
@@ -263,6 +266,9 @@ func Run(t ginkgo.GinkgoTestingT, cfg Config) (*Result, error) {
 	}
 	if cfg.NoColor {
 		reporterConfig.NoColor = true
+	}
+	if cfg.FailFast {
+		suiteConfig.FailFast = true
 	}
 	if t == nil {
 		t = &fakeT{}
