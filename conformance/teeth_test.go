@@ -136,7 +136,7 @@ var teeth = []teethRow{
 	{"session-fails-with-server", "one server that fails to start fails the whole session.open",
 		// Every requirement whose session has a server that fails to start
 		// fails at session.open.
-		"CORE-SESSION-001", []string{"BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "CORE-HANDSHAKE-001", "CORE-HOSTILE-003", "CORE-STATUS-002", "GATE-FAST-001", "SEC-TRUST-001", "SHARED-RESTART-001", "SHARED-STABLE-001"}},
+		"CORE-SESSION-001", []string{"BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "CORE-HANDSHAKE-001", "CORE-HOSTILE-003", "CORE-HOSTILE-008", "CORE-STATUS-002", "GATE-FAST-001", "SEC-TRUST-001", "SHARED-RESTART-001", "SHARED-STABLE-001"}},
 	{"status-no-pid", "status leaves out the pid of a connected stdio server",
 		"CORE-STATUS-001", nil},
 	{"no-stderr-tail", "a failed start's error and status leave out the server's stderr",
