@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -40,6 +41,7 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "report every spec as it runs")
 	noColor := fs.Bool("no-color", false, "no colors in ginkgo's output")
 	list := fs.Bool("list", false, "list the requirements and exit")
+	fixtureBin := fs.String("fixture", "", "run this mcp-fixture `binary` (go build ./fixtures/mcp-fixture) as the fixture server instead of this harness binary; .ci/stress passes a build without -race, so the race detector watches the runtime, not the test double")
 	var sf stressFlags
 	sf.register(fs)
 	shardFlag := fs.String("shard", "", "run only shard `I/N` of the selected requirements (sorted by id, index modulo N); merge the -json reports with harness merge-reports")
@@ -81,8 +83,16 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "harness conformance: %v\n", err)
 		return 1
 	}
+	fixture := conformance.Fixture{Command: exe, Args: []string{"fixture"}}
+	if *fixtureBin != "" {
+		if fixture.Command, err = fixtureBinary(*fixtureBin); err != nil {
+			fmt.Fprintf(stderr, "harness conformance: -fixture: %v\n", err)
+			return 2
+		}
+		fixture.Args = nil
+	}
 	cfg := conformance.Config{
-		Fixture:         conformance.Fixture{Command: exe, Args: []string{"fixture"}},
+		Fixture:         fixture,
 		Clock:           *clockMode,
 		TimeScale:       *timeScale,
 		AwaitTimeout:    *awaitTimeout,
@@ -189,4 +199,21 @@ func confSplitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// fixtureBinary checks the -fixture flag: an executable file, returned as
+// an absolute path (the fixture runs in other working directories).
+func fixtureBinary(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", err
+	}
+	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not an executable file", abs)
+	}
+	return abs, nil
 }

@@ -224,6 +224,9 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", "001"}, "unexpected argument"},
 		{[]string{"run", "-impl", "'unterminated"}, "unterminated single quote"},
 		{[]string{"run", "-impl", "/nonexistent/driver"}, "cannot use driver"},
+		{[]string{"run", "-fixture", "/nonexistent/mcp-fixture"}, "-fixture: stat /nonexistent/mcp-fixture"},
+		{[]string{"run", "-fixture", "."}, "is not an executable file"},
+		{[]string{"conformance", "-fixture", "/nonexistent/mcp-fixture"}, "-fixture: stat /nonexistent/mcp-fixture"},
 		{[]string{"list", "-x"}, "flag provided but not defined: -x"},
 		{[]string{"list", "-run", "^zzz"}, "no scenario matches"},
 	} {

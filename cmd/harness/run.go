@@ -50,6 +50,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	timelineDir := fs.String("timeline", "", "write a timeline of every scenario to `DIR`: NNN-slug.svg, .html and the events as .jsonl")
 	dir := fs.String("dir", "", "run the scenario files (NNN-slug.txtar) of `DIR` instead of the embedded catalog, e.g. one written by harness repro")
 	shardFlag := fs.String("shard", "", "run only shard `I/N` of the selected scenarios (sorted by name, index modulo N); merge the -json reports with harness merge-reports")
+	fixtureBin := fs.String("fixture", "", "run this mcp-fixture `binary` (go build ./fixtures/mcp-fixture) as the scenarios' mcp-fixture instead of this harness binary; .ci/stress passes a build without -race")
 	if code := parseFlags(fs, args, runUsage, stdout, stderr); code >= 0 {
 		return code
 	}
@@ -104,6 +105,12 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	ro.FixtureExecutable = exe
+	if *fixtureBin != "" {
+		if ro.FixtureExecutable, err = fixtureBinary(*fixtureBin); err != nil {
+			fmt.Fprintf(stderr, "harness run: -fixture: %v\n", err)
+			return 2
+		}
+	}
 
 	var mu sync.Mutex
 	ro.Progress = func(r scenarios.Result) {

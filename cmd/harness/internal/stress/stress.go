@@ -204,6 +204,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, ctx.Err()
 }
 
+// runEnv is the environment of a run: GOMAXPROCS=procs, and GORACE with
+// atexit_sleep_ms=0 unless it sets that already, so a race-built run and
+// the race-built processes it starts (a driver, the fixture) exit at once
+// instead of sleeping a second each at exit.
+func runEnv(environ []string, procs int) []string {
+	env := append(withoutVar(environ, "GOMAXPROCS"), fmt.Sprintf("GOMAXPROCS=%d", procs))
+	gorace := ""
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "GORACE="); ok {
+			gorace = v
+		}
+	}
+	if !strings.Contains(gorace, "atexit_sleep_ms") {
+		env = append(withoutVar(env, "GORACE"), "GORACE="+strings.TrimSpace(gorace+" atexit_sleep_ms=0"))
+	}
+	return env
+}
+
 func runOnce(ctx context.Context, cfg Config, dir string, i, procs int, timeout time.Duration) (RunResult, []Verdict) {
 	res := RunResult{Run: i}
 	report := filepath.Join(dir, fmt.Sprintf("run-%03d.json", i))
@@ -211,7 +229,7 @@ func runOnce(ctx context.Context, cfg Config, dir string, i, procs int, timeout 
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(rctx, argv[0], argv[1:]...)
-	cmd.Env = append(withoutVar(os.Environ(), "GOMAXPROCS"), fmt.Sprintf("GOMAXPROCS=%d", procs))
+	cmd.Env = runEnv(os.Environ(), procs)
 	out := &tailBuffer{max: 8 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	t0 := time.Now()

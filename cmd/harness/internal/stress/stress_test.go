@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,5 +114,22 @@ func TestRunWithoutReport(t *testing.T) {
 func TestNoRuns(t *testing.T) {
 	if _, err := Run(context.Background(), Config{}); err != ErrNoRuns {
 		t.Fatalf("err %v, want ErrNoRuns", err)
+	}
+}
+
+// TestRunEnv: runs get GOMAXPROCS and a GORACE that does not sleep at exit,
+// keeping the caller's other GORACE options and an explicit sleep.
+func TestRunEnv(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want []string
+	}{
+		{[]string{"A=1", "GOMAXPROCS=8"}, []string{"A=1", "GOMAXPROCS=1", "GORACE=atexit_sleep_ms=0"}},
+		{[]string{"GORACE=halt_on_error=1"}, []string{"GOMAXPROCS=1", "GORACE=halt_on_error=1 atexit_sleep_ms=0"}},
+		{[]string{"GORACE=atexit_sleep_ms=50"}, []string{"GORACE=atexit_sleep_ms=50", "GOMAXPROCS=1"}},
+	} {
+		if got := runEnv(tc.in, 1); !slices.Equal(got, tc.want) {
+			t.Errorf("runEnv(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
