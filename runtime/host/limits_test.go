@@ -83,15 +83,7 @@ func TestToolLimits(t *testing.T) {
 func TestListChangedFloodEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		env := newMemRuntime(t, map[string]string{"a": ""}, Options{})
-		if _, err := env.rt.OpenSession(t.Context(), SessionOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		env.rt.mu.Lock()
-		s := env.rt.servers["a"]
-		env.rt.mu.Unlock()
-		s.mu.Lock()
-		c := s.conn
-		s.mu.Unlock()
+		s, c := openedServer(t, env, "a")
 		for range 1000 {
 			s.toolsChanged(c)
 		}
@@ -119,15 +111,7 @@ func TestListChangedFloodEvents(t *testing.T) {
 func TestAbsorbListChanged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		env := newMemRuntime(t, map[string]string{"a": `"prompts": true`}, Options{})
-		if _, err := env.rt.OpenSession(t.Context(), SessionOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		env.rt.mu.Lock()
-		s := env.rt.servers["a"]
-		env.rt.mu.Unlock()
-		s.mu.Lock()
-		c := s.conn
-		s.mu.Unlock()
+		s, c := openedServer(t, env, "a")
 		const tools = "notifications/tools/list_changed"
 		if s.absorbListChanged(c.proc, tools) {
 			t.Fatal("absorbed the notification that opens the window")
@@ -168,4 +152,19 @@ func TestAbsorbListChanged(t *testing.T) {
 			t.Errorf("%d prompts.changed, want 1", n)
 		}
 	})
+}
+
+// openedServer opens a session of env and returns its server name and
+// that server's connection.
+func openedServer(t *testing.T, env *memEnv, name string) (*server, *connection) {
+	t.Helper()
+	if _, err := env.rt.OpenSession(t.Context(), SessionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.rt.mu.Lock()
+	s := env.rt.servers[name]
+	env.rt.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s, s.conn
 }
