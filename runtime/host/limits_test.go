@@ -154,8 +154,8 @@ func TestAbsorbListChanged(t *testing.T) {
 	})
 }
 
-// openedServer opens a session of env and returns its server name and
-// that server's connection.
+// openedServer opens a session of env and returns the server called name
+// and its connection.
 func openedServer(t *testing.T, env *memEnv, name string) (*server, *connection) {
 	t.Helper()
 	if _, err := env.rt.OpenSession(t.Context(), SessionOptions{}); err != nil {
