@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"slices"
@@ -16,10 +15,10 @@ const (
 	promptsChanged   = `{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`
 )
 
-// readWith reads in through a Reader with absorb, in 7-byte reads (and
-// one-byte reads of the source when oneByte), and returns what passed and
-// the methods offered to absorb.
-func readWith(t testing.TB, in string, absorb func(string) bool, oneByte bool) (out string, offered []string, g *Reader, err error) {
+// nextAll reads in through a Reader with absorb, message by message (one
+// byte at a time from the source when oneByte), and returns the messages,
+// the methods offered to absorb and the error that ended the input.
+func nextAll(t testing.TB, in string, absorb func(string) bool, oneByte bool) (msgs, offered []string, g *Reader, err error) {
 	t.Helper()
 	var src io.Reader = strings.NewReader(in)
 	if oneByte {
@@ -33,22 +32,17 @@ func readWith(t testing.TB, in string, absorb func(string) bool, oneByte bool) (
 		}
 	}
 	g = NewReader(src, opts)
-	var b bytes.Buffer
-	buf := make([]byte, 7)
 	for {
-		n, rerr := g.Read(buf)
-		b.Write(buf[:n])
-		if rerr == io.EOF {
-			return b.String(), offered, g, nil
+		m, nerr := g.Next()
+		if nerr != nil {
+			return msgs, offered, g, nerr
 		}
-		if rerr != nil {
-			return b.String(), offered, g, rerr
-		}
+		msgs = append(msgs, string(m))
 	}
 }
 
 // TestAbsorb: list_changed notifications the callback takes are dropped,
-// the rest passes unchanged and in order, noise is still dropped, and a
+// the rest comes unchanged and in order, noise is still dropped, and a
 // request, a response, a batch or an object past HoldBytes is never
 // offered.
 func TestAbsorb(t *testing.T) {
@@ -62,19 +56,19 @@ func TestAbsorb(t *testing.T) {
 		batch + "\n" + long + "\n" + resourcesChanged + "\n" + multi + "\n" + toolsChanged
 	takeTools := func(m string) bool { return m != "notifications/prompts/list_changed" }
 	for _, oneByte := range []bool{false, true} {
-		out, offered, g, err := readWith(t, in, takeTools, oneByte)
-		if err != nil {
+		msgs, offered, g, err := nextAll(t, in, takeTools, oneByte)
+		if err != io.EOF {
 			t.Fatal(err)
 		}
-		want := "\n" + call + "\n" + "\n" + promptsChanged + "\r\n" + withID + "\n" + batch + "\n" + long + "\n" + "\n" + "\n"
-		if out != want {
-			t.Errorf("oneByte=%v: passed\n%q\nwant\n%q", oneByte, out, want)
+		want := []string{call, promptsChanged, withID, batch, long}
+		if !slices.Equal(msgs, want) {
+			t.Errorf("oneByte=%v: messages\n%q\nwant\n%q", oneByte, msgs, want)
 		}
 		wantOffered := []string{
 			"notifications/tools/list_changed", "notifications/tools/list_changed", "notifications/prompts/list_changed",
 			"notifications/resources/list_changed", "notifications/tools/list_changed", "notifications/tools/list_changed",
 		}
-		if strings.Join(offered, " ") != strings.Join(wantOffered, " ") {
+		if !slices.Equal(offered, wantOffered) {
 			t.Errorf("oneByte=%v: offered %q\nwant %q", oneByte, offered, wantOffered)
 		}
 		if g.Absorbed() != 5 || g.NoiseLines() != 1 {
@@ -84,20 +78,18 @@ func TestAbsorb(t *testing.T) {
 }
 
 // TestAbsorbDeclined: a callback that takes nothing changes nothing, and an
-// object cut off by the end of the input is passed on as it is.
+// object cut off by the end of the input ends Next with
+// io.ErrUnexpectedEOF.
 func TestAbsorbDeclined(t *testing.T) {
 	in := toolsChanged + "\nnoise\n" + `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n" + `{"jsonrpc":"2.0","method":"notifications/tools/li`
 	for _, oneByte := range []bool{false, true} {
-		plain, _, _, err := readWith(t, in, nil, oneByte)
-		if err != nil {
-			t.Fatal(err)
+		plain, _, _, err := nextAll(t, in, nil, oneByte)
+		if err != io.ErrUnexpectedEOF {
+			t.Fatalf("cut-off object: %v", err)
 		}
-		out, offered, _, err := readWith(t, in, func(string) bool { return false }, oneByte)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out != plain || !strings.HasSuffix(out, `"notifications/tools/li`) {
-			t.Errorf("oneByte=%v: declined %q\nwithout Absorb %q", oneByte, out, plain)
+		msgs, offered, _, err := nextAll(t, in, func(string) bool { return false }, oneByte)
+		if err != io.ErrUnexpectedEOF || !slices.Equal(msgs, plain) || len(msgs) != 2 {
+			t.Errorf("oneByte=%v: declined %q (%v)\nwithout Absorb %q", oneByte, msgs, err, plain)
 		}
 		if len(offered) != 1 {
 			t.Errorf("oneByte=%v: offered %q, want the one complete notification", oneByte, offered)
@@ -105,11 +97,11 @@ func TestAbsorbDeclined(t *testing.T) {
 	}
 }
 
-// TestAbsorbLimit: the message limit still applies to a held object.
+// TestAbsorbLimit: the message limit applies before a notification is offered.
 func TestAbsorbLimit(t *testing.T) {
 	g := NewReader(strings.NewReader(`{"jsonrpc":"2.0","method":"x","params":{"a":"`+strings.Repeat("b", 100)+`"}}`),
 		Options{MaxMessageBytes: 40, Absorb: func(string) bool { return true }})
-	if _, err := io.ReadAll(g); err == nil || !strings.Contains(err.Error(), "exceeds the limit of 40 bytes") {
+	if _, err := g.Next(); err == nil || !strings.Contains(err.Error(), "exceeds the limit of 40 bytes") {
 		t.Fatalf("err %v, want the 40-byte limit", err)
 	}
 }
@@ -143,26 +135,31 @@ func TestListChangedMethod(t *testing.T) {
 	}
 }
 
-// FuzzReader checks the stdout filter on any input: a callback that
-// declines changes nothing (the output equals a Reader's without Absorb,
-// whatever the read sizes); a callback that takes everything removes exactly
-// the list_changed notifications of at most HoldBytes bytes when the output
-// is a sequence of JSON values, and Next then yields exactly those values;
-// only methods ListChangedMethod names are ever offered.
+// FuzzReader checks the stdout filter on any input: Next yields, whole and
+// in order, exactly the JSON values Read passes (whatever the read sizes);
+// a callback that declines changes nothing; a callback that takes
+// everything removes exactly the list_changed notifications of at most
+// HoldBytes bytes; only methods ListChangedMethod names are ever offered.
 func FuzzReader(f *testing.F) {
 	f.Add(toolsChanged+"\n"+`{"jsonrpc":"2.0","id":1,"result":{}}`+"\n", false)
 	f.Add("banner\n"+promptsChanged+"\r\n"+resourcesChanged+"\n[1,2]\n", true)
 	f.Add(`{"method":"notifications/tools/list_changed","jsonrpc":"2.0","params":{"a":"}"}}`+"\n\xff\n{", false)
 	f.Fuzz(func(t *testing.T, in string, oneByte bool) {
-		plain, _, _, err := readWith(t, in, nil, oneByte)
+		var src io.Reader = strings.NewReader(in)
+		if oneByte {
+			src = iotest.OneByteReader(src)
+		}
+		streamed, err := io.ReadAll(NewReader(src, Options{}))
 		if err != nil {
 			t.Fatalf("unlimited read failed: %v", err)
 		}
-		declined, _, _, _ := readWith(t, in, func(string) bool { return false }, oneByte)
-		if declined != plain {
-			t.Fatalf("declining changed the output:\n%q\nwithout Absorb:\n%q", declined, plain)
+		all, ok := values(string(streamed), func([]byte) bool { return false })
+		plain, _, _, perr := nextAll(t, in, nil, oneByte)
+		declined, _, _, derr := nextAll(t, in, func(string) bool { return false }, oneByte)
+		if !slices.Equal(declined, plain) || derr != perr {
+			t.Fatalf("declining changed the messages:\n%q (%v)\nwithout Absorb:\n%q (%v)", declined, derr, plain, perr)
 		}
-		taken, offered, g, _ := readWith(t, in, func(string) bool { return true }, oneByte)
+		taken, offered, g, terr := nextAll(t, in, func(string) bool { return true }, oneByte)
 		for _, m := range offered {
 			if !slices.Contains(listChangedMethods[:], m) {
 				t.Fatalf("offered %q", m)
@@ -171,56 +168,38 @@ func FuzzReader(f *testing.F) {
 		if g.Absorbed() != len(offered) {
 			t.Fatalf("Absorbed %d, offered %d", g.Absorbed(), len(offered))
 		}
-		want, ok := withoutListChanged(plain)
 		if !ok {
-			return
+			return // Read passed something that is not JSON: no reference
 		}
-		got, ok := withoutListChanged(taken)
-		if !ok || got != want {
-			t.Fatalf("taking everything passed\n%q\nwant the values of\n%q", taken, want)
+		if perr != io.EOF || !slices.Equal(plain, all) {
+			t.Fatalf("Next gave %q (%v)\nRead passed the values %q", plain, perr, all)
 		}
-		// Next yields the same values, whole.
-		var src io.Reader = strings.NewReader(in)
-		if oneByte {
-			src = iotest.OneByteReader(src)
-		}
-		g = NewReader(src, Options{Absorb: func(string) bool { return true }})
-		var vals []string
-		for {
-			v, err := g.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("Next failed on input Read passes as valid JSON: %v", err)
-			}
-			vals = append(vals, string(v))
-		}
-		if strings.Join(vals, "\x00") != want {
-			t.Fatalf("Next gave %q\nwant the values %q", vals, want)
+		kept, _ := values(string(streamed), func(raw []byte) bool {
+			_, lc := ListChangedMethod(raw)
+			return lc && len(raw) <= HoldBytes && raw[0] == '{'
+		})
+		if terr != io.EOF || !slices.Equal(taken, kept) {
+			t.Fatalf("taking everything gave %q (%v)\nwant %q", taken, terr, kept)
 		}
 	})
 }
 
-// withoutListChanged splits s into JSON values and joins, NUL-separated,
-// those that are not list_changed notifications the Reader holds; ok is
-// false when s is not a sequence of JSON values.
-func withoutListChanged(s string) (string, bool) {
+// values splits s into JSON values and returns those drop does not
+// reject; ok is false when s is not a sequence of JSON values.
+func values(s string, drop func([]byte) bool) (vals []string, ok bool) {
 	dec := json.NewDecoder(strings.NewReader(s))
-	var kept []string
 	for {
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
 		if err == io.EOF {
-			return strings.Join(kept, "\x00"), true
+			return vals, true
 		}
 		if err != nil {
-			return "", false
+			return nil, false
 		}
-		if _, ok := ListChangedMethod(raw); ok && len(raw) <= HoldBytes && raw[0] == '{' {
-			continue
+		if !drop(raw) {
+			vals = append(vals, string(raw))
 		}
-		kept = append(kept, string(raw))
 	}
 }
 

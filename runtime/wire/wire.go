@@ -18,11 +18,11 @@
 //   - No message and no dropped line may exceed [Options.MaxMessageBytes]:
 //     the Reader then fails for good with a [*TooLargeError] carrying a
 //     sample, so go-sdk ends the connection instead of buffering more.
-//   - With [Options.Absorb] set, an object is held back until it ends or
-//     passes [HoldBytes]. A complete list_changed notification (see
-//     [ListChangedMethod]) is offered to Absorb, and dropped when Absorb
-//     takes it, before go-sdk spends a decode on it: a flood of them costs a
-//     byte scan each instead of about 100 KB of decoder buffers.
+//   - Read message by message ([Reader.Next]), a list_changed notification
+//     of at most [HoldBytes] bytes (see [ListChangedMethod]) is offered to
+//     [Options.Absorb], and dropped when Absorb takes it, before go-sdk
+//     spends a decode on it: a flood of them costs a byte scan each instead
+//     of about 100 KB of decoder buffers.
 //
 // Samples are at most [SampleBytes] bytes, made valid UTF-8 and stripped of
 // control characters, so they are safe to put in events and logs.
@@ -56,9 +56,7 @@ const SampleBytes = 200
 // bufSize is the Reader's own buffer.
 const bufSize = 32 << 10
 
-// HoldBytes is how much of a JSON object the Reader holds back, when
-// Options.Absorb is set, before it passes the object on unread: a
-// notification longer than this is never offered to Absorb.
+// HoldBytes is the longest notification Next offers to Options.Absorb.
 const HoldBytes = 512
 
 // ErrTooLarge is matched (errors.Is) by every [*TooLargeError].
@@ -109,11 +107,11 @@ type Options struct {
 	// OnTooLarge, if set, is called once when the limit is exceeded, before
 	// Read returns the error.
 	OnTooLarge func(*TooLargeError)
-	// Absorb, if set, is offered every complete list_changed notification
-	// of at most HoldBytes bytes, with its method, from the goroutine that
-	// calls Read; when it returns true the notification is dropped (the
-	// caller has handled it), otherwise it is passed on unchanged and in
-	// order.
+	// Absorb, if set, is offered every list_changed notification of at
+	// most HoldBytes bytes that Next reads, with its method, from the
+	// goroutine that calls Next; when it returns true the notification is
+	// dropped (the caller has handled it), otherwise Next returns it. Read
+	// passes every message on.
 	Absorb func(method string) bool
 }
 
@@ -142,11 +140,7 @@ type Reader struct {
 	size     int    // bytes of the current message or noise line
 	sample   []byte // start of the current line, up to SampleBytes
 
-	holding bool   // the current object is being held back (Options.Absorb)
-	hold    []byte // the held bytes of the current object
-	out     []byte // released bytes still to be returned, from outPos
-	outPos  int
-	msg     []byte // the value being assembled by Next
+	msg []byte // the value being assembled by Next
 
 	mu       sync.Mutex
 	err      error // sticky failure (a *TooLargeError)
@@ -203,16 +197,10 @@ func (g *Reader) Read(p []byte) (int, error) {
 	}
 	n := 0
 	for n == 0 {
-		if g.start == g.end && g.outPos == len(g.out) {
+		if g.start == g.end {
 			if g.rerr != nil {
 				if g.st == stNoise && g.size > 0 {
 					g.endNoise()
-				}
-				if g.holding {
-					// An object cut off by the end of stdout goes on as it
-					// is; the decoder reports it.
-					g.release()
-					continue
 				}
 				return 0, g.rerr
 			}
@@ -243,19 +231,7 @@ func (g *Reader) fill() {
 func (g *Reader) scan(p []byte) (int, error) {
 	limit := g.opts.MaxMessageBytes
 	n := 0
-	for n < len(p) {
-		if g.outPos < len(g.out) {
-			c := copy(p[n:], g.out[g.outPos:])
-			n += c
-			g.outPos += c
-			if g.outPos == len(g.out) {
-				g.out, g.outPos = g.out[:0], 0
-			}
-			continue
-		}
-		if g.start >= g.end {
-			break
-		}
+	for g.start < g.end && n < len(p) {
 		b := g.buf[g.start]
 		switch g.st {
 		case stBetween:
@@ -267,8 +243,6 @@ func (g *Reader) scan(p []byte) (int, error) {
 				continue
 			case '{', '[':
 				g.st, g.depth, g.inString, g.escaped = stValue, 0, false, false
-				g.holding = b == '{' && g.opts.Absorb != nil
-				g.hold = g.hold[:0]
 			default:
 				g.st = stNoise
 			}
@@ -278,23 +252,11 @@ func (g *Reader) scan(p []byte) (int, error) {
 			g.start++
 			g.size++
 			g.keep(b)
-			if g.holding {
-				g.hold = append(g.hold, b)
-			} else {
-				p[n] = b
-				n++
-			}
+			p[n] = b
+			n++
 			g.step(b)
 			if limit > 0 && g.size > limit {
 				return n, g.fail(true)
-			}
-			if g.holding {
-				switch {
-				case g.st == stBetween:
-					g.endHeld()
-				case len(g.hold) >= HoldBytes:
-					g.release()
-				}
 			}
 		case stNoise:
 			g.start++
@@ -337,29 +299,6 @@ func (g *Reader) step(b byte) {
 			g.st = stBetween
 		}
 	}
-}
-
-// endHeld offers the complete held object to Options.Absorb, and drops it
-// or releases it.
-func (g *Reader) endHeld() {
-	if m, ok := ListChangedMethod(g.hold); ok && g.opts.Absorb(m) {
-		g.holding = false
-		g.hold = g.hold[:0]
-		g.mu.Lock()
-		g.absorbed++
-		g.mu.Unlock()
-		return
-	}
-	g.release()
-}
-
-// release passes the held bytes on: they are returned before anything read
-// after them. g.out is empty whenever scan reads a byte, so the buffers
-// swap instead of copying.
-func (g *Reader) release() {
-	g.holding = false
-	g.out, g.hold = g.hold, g.out[:0]
-	g.outPos = 0
 }
 
 // listChangedMethods are the notifications ListChangedMethod recognizes,
