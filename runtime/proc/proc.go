@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/internal/faultenv"
+	"github.com/mcplife/mcplife/internal/readbuf"
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -524,9 +525,14 @@ func (p *Process) copyStderr(done chan<- struct{}) {
 		// child that fills the pipe blocks.
 		<-p.waited
 	}
-	buf := make([]byte, 32<<10)
+	// An idle server's copy holds the buffer in a blocked Read for the
+	// process's life (readbuf).
+	rb := readbuf.New(1<<10, 32<<10)
+	n := 0
 	for {
-		n, err := p.stderr.Read(buf)
+		buf := rb.Next(n)
+		var err error
+		n, err = p.stderr.Read(buf)
 		p.tail.Write(buf[:n])
 		if err != nil {
 			return

@@ -43,6 +43,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcplife/mcplife/internal/readbuf"
 )
 
 // DefaultMaxMessageBytes is the limit callers use when none is configured:
@@ -53,8 +55,13 @@ const DefaultMaxMessageBytes = 16 << 20
 // SampleBytes is the most bytes of a line kept as its sample.
 const SampleBytes = 200
 
-// bufSize is the Reader's own buffer.
-const bufSize = 32 << 10
+// minBufSize and maxBufSize bound the Reader's own buffer (readbuf.Buffer:
+// an idle server's Reader holds it in a blocked Read for the life of the
+// connection).
+const (
+	minBufSize = 2 << 10
+	maxBufSize = 32 << 10
+)
 
 // HoldBytes is the longest notification Next offers to Options.Absorb.
 const HoldBytes = 512
@@ -129,7 +136,8 @@ type Reader struct {
 	r    io.Reader
 	opts Options
 
-	buf        []byte
+	rbuf       *readbuf.Buffer
+	buf        []byte // rbuf's current buffer
 	start, end int
 	rerr       error // error of the underlying reader, returned once buf is empty
 
@@ -151,7 +159,7 @@ type Reader struct {
 
 // NewReader returns a Reader over r. Close closes r when it is an io.Closer.
 func NewReader(r io.Reader, opts Options) *Reader {
-	g := &Reader{r: r, opts: opts, sample: make([]byte, 0, SampleBytes)}
+	g := &Reader{r: r, opts: opts, rbuf: readbuf.New(minBufSize, maxBufSize), sample: make([]byte, 0, SampleBytes)}
 	if c, ok := r.(io.Closer); ok {
 		g.closer = c
 	}
@@ -217,9 +225,7 @@ func (g *Reader) Read(p []byte) (int, error) {
 }
 
 func (g *Reader) fill() {
-	if g.buf == nil {
-		g.buf = make([]byte, bufSize)
-	}
+	g.buf = g.rbuf.Next(g.end)
 	m, err := g.r.Read(g.buf)
 	g.start, g.end = 0, m
 	if err != nil {
