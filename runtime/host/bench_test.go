@@ -159,7 +159,11 @@ func summarize(xs []float64) stats {
 	return stats{min: s[0], p10: at(0.1), median: at(0.5), p90: at(0.9), max: s[len(s)-1]}
 }
 
-// rawClient connects a raw go-sdk client, configured like the runtime's.
+// rawClient connects a raw go-sdk client, configured like the runtime's,
+// and lists the server's tools as the runtime does (and as any client must
+// to know what it may call): a ClientSession that has listed a tool looks it
+// up on every CallTool, so a raw side that never listed would skip work the
+// Session's go-sdk client does.
 func rawClient(b *testing.B, t mcp.Transport) *mcp.ClientSession {
 	b.Helper()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcplife", Version: "1"}, &mcp.ClientOptions{Logger: discardLogger()}).
@@ -167,13 +171,16 @@ func rawClient(b *testing.B, t mcp.Transport) *mcp.ClientSession {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
 	return cs
 }
 
 // memPair sets up the in-memory comparison: a raw client and a Session,
 // each connected to its own instance of the same server code. It returns
-// one call of each side.
-func memPair(b *testing.B) (raw, sess func() error) {
+// one call of each side, and the Session.
+func memPair(b *testing.B) (raw, sess func() error, session *Session) {
 	ctx := context.Background()
 	newServer := func() *mcp.Server {
 		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ServerOptions{Logger: discardLogger()})
@@ -207,7 +214,7 @@ func memPair(b *testing.B) (raw, sess func() error) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { rt.Close(ctx) })
-	session, err := rt.OpenSession(ctx, SessionOptions{})
+	session, err = rt.OpenSession(ctx, SessionOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -217,21 +224,43 @@ func memPair(b *testing.B) (raw, sess func() error) {
 		}, func() error {
 			_, err := session.CallTool(ctx, "mcp_a_echo", args)
 			return err
-		}
+		}, session
 }
 
 // BenchmarkCallOverhead compares a Session tool call with a raw go-sdk
 // call over in-memory transports to the same in-process server code.
 func BenchmarkCallOverhead(b *testing.B) {
-	raw, sess := memPair(b)
+	raw, sess, _ := memPair(b)
 	interleave(b, raw, sess)
+}
+
+// BenchmarkCallOverheadConn compares the raw call with the same go-sdk call
+// made directly on the Session's live connection: the runtime's go-sdk
+// client, its stray-reply watch and its server, without the Session's call
+// path (lookup, watchdog, fail-fast hook, events, result mapping). The
+// difference between this ratio and BenchmarkCallOverhead's is the call
+// path's share.
+func BenchmarkCallOverheadConn(b *testing.B) {
+	raw, _, session := memPair(b)
+	session.mu.Lock()
+	s := session.servers["a"]
+	session.mu.Unlock()
+	s.mu.Lock()
+	cs := s.conn.cs
+	s.mu.Unlock()
+	ctx := context.Background()
+	args := map[string]any{"text": "hello"}
+	interleave(b, raw, func() error {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args})
+		return err
+	})
 }
 
 // BenchmarkCallSession and BenchmarkCallRaw run one side alone, for
 // profiling (-cpuprofile, -memprofile); compare sides with
 // BenchmarkCallOverhead.
 func BenchmarkCallSession(b *testing.B) {
-	_, sess := memPair(b)
+	_, sess, _ := memPair(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := sess(); err != nil {
@@ -242,7 +271,7 @@ func BenchmarkCallSession(b *testing.B) {
 
 // BenchmarkCallRaw: see BenchmarkCallSession.
 func BenchmarkCallRaw(b *testing.B) {
-	raw, _ := memPair(b)
+	raw, _, _ := memPair(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := raw(); err != nil {

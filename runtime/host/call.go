@@ -136,8 +136,8 @@ func (s *server) callTool(ctx context.Context, name string, args any, ci *callIn
 // the connection it timed out on, so the caller can probe it.
 //
 // The call runs in the caller's goroutine: the watchdog (the tool timeout)
-// and the SDK's padded request deadline are timers on the clock that cancel
-// one request context, and the connection's end cancels it too.
+// is a timer on the clock that cancels the request's context, and the
+// connection's end cancels it too.
 func (s *server) callOnce(ctx context.Context, name string, args any, ci *callInfo, first bool) (_ *mcp.CallToolResult, _ error, timedOutOn *connection) {
 	timeout := s.toolTimeout()
 	if d, ok := callTimeout(ctx); ok {
