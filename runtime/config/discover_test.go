@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,6 +200,10 @@ func TestDiscoverFileProblems(t *testing.T) {
 		{"servers not object", `{"servers": "no"}`, "servers", "got string", 1, 13},
 		{"unexpected end", "{\"mcpServers\": {", "", "malformed JSON", 1, 16},
 		{"unterminated comment", "{ /* x", "", "malformed JSON", 1, 3},
+		// A comma after the top-level value is not a trailing comma: there is
+		// no } or ] after it.
+		{"comma after the value", "{\"mcpServers\": {}},\n", "", "malformed JSON", 1, 19},
+		{"comma at the end", "{\"mcpServers\": {}},", "", "malformed JSON", 1, 19},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -247,6 +252,25 @@ func TestDiscoverMissingAndUnreadable(t *testing.T) {
 	dg := res.Diagnostics[0]
 	if dg.File != filepath.Join(d.project, "mcp.json") || dg.Severity != SeverityError || !strings.Contains(dg.Message, "cannot read") || dg.Err == nil {
 		t.Errorf("got %+v", dg)
+	}
+
+	// With SkipProjectConfig the unreadable project file is not reported, but
+	// an unreadable user-level file still is.
+	if err := os.MkdirAll(filepath.Join(d.home, ".mcplife", "mcp.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := d.opts()
+	opts.SkipProjectConfig = true
+	res, err = Discover(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Diagnostics) != 1 {
+		t.Fatalf("SkipProjectConfig: diagnostics:\n%s", diagStrings(res.Diagnostics))
+	}
+	dg = res.Diagnostics[0]
+	if dg.File != filepath.Join(d.home, ".mcplife", "mcp.json") || dg.Severity != SeverityError || !strings.Contains(dg.Message, "cannot read") || dg.Err == nil {
+		t.Errorf("SkipProjectConfig: got %+v", dg)
 	}
 }
 
@@ -429,6 +453,10 @@ func TestDiscoverTimeoutOverride(t *testing.T) {
 		{[]string{TimeoutEnvVar, "0"}, NoTimeout, NoTimeout, NoTimeout, 0},
 		{[]string{TimeoutEnvVar, "soon"}, DefaultConnectTimeout, 5 * time.Second, NoTimeout, 1},
 		{[]string{TimeoutEnvVar, "-5"}, DefaultConnectTimeout, 5 * time.Second, NoTimeout, 1},
+		// The largest number of milliseconds a time.Duration holds is accepted;
+		// one more does not fit and is ignored.
+		{[]string{TimeoutEnvVar, "9223372036854"}, 9223372036854 * time.Millisecond, 9223372036854 * time.Millisecond, 9223372036854 * time.Millisecond, 0},
+		{[]string{TimeoutEnvVar, "9223372036855"}, DefaultConnectTimeout, 5 * time.Second, NoTimeout, 1},
 	}
 	for _, tt := range tests {
 		opts := d.opts()
@@ -460,8 +488,119 @@ func TestDiscoverDefaultHome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if serverNames(res.Servers) != "h" {
+	if serverNames(res.Servers) != "h" || len(res.Diagnostics) != 0 {
+		t.Errorf("servers %s, diagnostics:\n%s", serverNames(res.Servers), diagStrings(res.Diagnostics))
+	}
+}
+
+// TestDiscoverNoHome checks that without a home directory the user-level
+// files are skipped with one warning and the project files still load.
+func TestDiscoverNoHome(t *testing.T) {
+	t.Setenv("HOME", "")
+	project := t.TempDir()
+	writeJSON(t, filepath.Join(project, ".mcp.json"), map[string]any{"mcpServers": map[string]any{"p": map[string]any{"command": "p"}}})
+	res, err := Discover(Options{ProjectDir: project, Env: envOf()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if serverNames(res.Servers) != "p" {
 		t.Errorf("servers %s", serverNames(res.Servers))
+	}
+	if len(res.Diagnostics) != 1 {
+		t.Fatalf("diagnostics:\n%s", diagStrings(res.Diagnostics))
+	}
+	if dg := res.Diagnostics[0]; dg.Severity != SeverityWarning || dg.File != "" || dg.Err == nil || !strings.HasPrefix(dg.Message, "user-level config skipped: ") {
+		t.Errorf("got %+v", dg)
+	}
+}
+
+// TestDiscoverRelativeDirs checks that relative ProjectDir and HomeDir are
+// taken from the working directory and that sources carry absolute paths.
+func TestDiscoverRelativeDirs(t *testing.T) {
+	root := t.TempDir()
+	t.Chdir(root)
+	writeJSON(t, filepath.Join(root, "home", ".mcplife", "mcp.json"), map[string]any{"mcpServers": map[string]any{"u": map[string]any{"command": "u"}}})
+	writeJSON(t, filepath.Join(root, "proj", ".mcp.json"), map[string]any{"mcpServers": map[string]any{"p": map[string]any{"command": "p"}}})
+	res, err := Discover(Options{ProjectDir: "proj", HomeDir: "home", Env: envOf()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if serverNames(res.Servers) != "p,u" || len(res.Diagnostics) != 0 {
+		t.Fatalf("servers %s, diagnostics:\n%s", serverNames(res.Servers), diagStrings(res.Diagnostics))
+	}
+	for _, tc := range []struct{ name, rel string }{{"p", filepath.Join("proj", ".mcp.json")}, {"u", filepath.Join("home", ".mcplife", "mcp.json")}} {
+		file := byName(res.Servers, tc.name).Source.File
+		if !filepath.IsAbs(file) || !strings.HasSuffix(file, string(filepath.Separator)+tc.rel) {
+			t.Errorf("%s: Source.File = %q, want the absolute path of %s", tc.name, file, tc.rel)
+			continue
+		}
+		a, errA := os.Stat(file)
+		b, errB := os.Stat(filepath.Join(root, tc.rel))
+		if errA != nil || errB != nil || !os.SameFile(a, b) {
+			t.Errorf("%s: Source.File = %q is not %s", tc.name, file, filepath.Join(root, tc.rel))
+		}
+	}
+}
+
+// TestDiscoverClaudeProjectEntry checks the projects entry of ~/.claude.json:
+// it is found by the project's absolute path, also when the project is opened
+// through a symlink and the entry names the real directory; it is read once;
+// and diagnostics about it name the entry.
+func TestDiscoverClaudeProjectEntry(t *testing.T) {
+	realDir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(realDir, link); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		projectDir string
+		text       string // ~/.claude.json; %[1]q is the real project dir
+		servers    string
+		field, msg string
+		sev        Severity
+		line       int // of the one diagnostic; 0: no diagnostic
+	}{
+		{name: "real path", projectDir: realDir, text: `{"projects": {%[1]q: {"mcpServers": {"c": {"command": "c"}}}}}`, servers: "c"},
+		{name: "through a symlink", projectDir: link, text: `{"projects": {%[1]q: {"mcpServers": {"c": {"command": "c"}}}}}`, servers: "c"},
+		{name: "not an object", projectDir: realDir, text: "{\n  \"projects\": {%[1]q: {\n    \"mcpServers\": [1]}},\n  \"mcpServers\": {\"u\": {\"command\": \"u\"}}\n}",
+			servers: "u", field: fmt.Sprintf("projects[%q].mcpServers", realDir), msg: "must be an object mapping server names to entries, got array", sev: SeverityError, line: 3},
+		{name: "repeated name", projectDir: realDir, text: "{\"projects\": {%[1]q: {\"mcpServers\": {\n  \"c\": {\"command\": \"1\"},\n  \"c\": {\"command\": \"2\"}}}}}",
+			servers: "c", msg: fmt.Sprintf("defined more than once in projects[%q].mcpServers; the last definition is used", realDir), sev: SeverityWarning, line: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			path := writeFile(t, filepath.Join(home, ".claude.json"), fmt.Sprintf(tt.text, realDir))
+			res, err := Discover(Options{ProjectDir: tt.projectDir, HomeDir: home, Env: envOf()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := serverNames(res.Servers); got != tt.servers || len(res.Shadowed) != 0 {
+				t.Errorf("servers %s, shadowed %+v", got, res.Shadowed)
+			}
+			for _, s := range res.Servers {
+				if s.Source != (Source{File: path, Level: LevelUser, Provider: "claude"}) {
+					t.Errorf("%s: source %+v", s.Name, s.Source)
+				}
+			}
+			if tt.line == 0 {
+				if len(res.Diagnostics) != 0 {
+					t.Errorf("diagnostics:\n%s", diagStrings(res.Diagnostics))
+				}
+				return
+			}
+			if len(res.Diagnostics) != 1 {
+				t.Fatalf("diagnostics:\n%s", diagStrings(res.Diagnostics))
+			}
+			dg := res.Diagnostics[0]
+			if dg.File != path || dg.Field != tt.field || dg.Message != tt.msg || dg.Severity != tt.sev || dg.Line != tt.line {
+				t.Errorf("got %+v", dg)
+			}
+		})
 	}
 }
 

@@ -135,9 +135,13 @@ func TestParseEntryWarnings(t *testing.T) {
 		{`{"command": "x", "maxResultChars": 1.5}`, "maxResultChars", func(s *Server) bool { return s.MaxResultChars == 0 }},
 		{`{"command": "x", "maxResultChars": "big"}`, "maxResultChars", func(s *Server) bool { return s.MaxResultChars == 0 }},
 		{`{"command": "x", "maxMessageBytes": 100}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
+		{`{"command": "x", "maxMessageBytes": 1023}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
+		{`{"command": "x", "maxMessageBytes": 1073741825}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
 		{`{"command": "x", "maxMessageBytes": 2e9}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
 		{`{"command": "x", "maxMessageBytes": "16MiB"}`, "maxMessageBytes", func(s *Server) bool { return s.MaxMessageBytes == 0 }},
 		{`{"command": "x", "stderrLimit": 100}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
+		{`{"command": "x", "stderrLimit": 255}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
+		{`{"command": "x", "stderrLimit": 1048577}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
 		{`{"command": "x", "stderrLimit": 1e7}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
 		{`{"command": "x", "stderrLimit": 4096.5}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
 		{`{"command": "x", "stderrLimit": "8KiB"}`, "stderrLimit", func(s *Server) bool { return s.StderrLimit == 0 }},
@@ -165,6 +169,34 @@ func TestParseEntryWarnings(t *testing.T) {
 			}
 			if !tt.check(servers[0]) {
 				t.Errorf("field did not fall back to its default: %+v", servers[0])
+			}
+		})
+	}
+}
+
+// TestParseEntryLimits checks that the ends of the documented ranges are
+// accepted without a warning.
+func TestParseEntryLimits(t *testing.T) {
+	tests := []struct {
+		entry string
+		check func(*Server) bool
+	}{
+		{`{"command": "x", "maxResultChars": 1}`, func(s *Server) bool { return s.MaxResultChars == 1 }},
+		{`{"command": "x", "maxResultChars": 2147483647}`, func(s *Server) bool { return s.MaxResultChars == 2147483647 }},
+		{`{"command": "x", "maxMessageBytes": 1024}`, func(s *Server) bool { return s.MaxMessageBytes == 1024 }},
+		{`{"command": "x", "maxMessageBytes": 1073741824}`, func(s *Server) bool { return s.MaxMessageBytes == 1073741824 }},
+		{`{"command": "x", "stderrLimit": 256}`, func(s *Server) bool { return s.StderrLimit == MinStderrLimit }},
+		{`{"command": "x", "stderrLimit": 1048576}`, func(s *Server) bool { return s.StderrLimit == MaxStderrLimit }},
+		{`{"command": "x", "timeout": 0, "toolTimeout": 0}`, func(s *Server) bool { return s.Timeout == NoTimeout && s.ToolTimeout == NoTimeout }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.entry, func(t *testing.T) {
+			servers, diags := ParseFile("/u.json", []byte(fileWith("w", tt.entry)), LevelUser, "mcplife", envOf())
+			if len(servers) != 1 || len(diags) != 0 {
+				t.Fatalf("servers %d, diagnostics:\n%s", len(servers), diagStrings(diags))
+			}
+			if !tt.check(servers[0]) {
+				t.Errorf("got %+v", servers[0])
 			}
 		})
 	}
@@ -257,6 +289,29 @@ func TestParseFileShapes(t *testing.T) {
 	}
 }
 
+// TestParseFileComments checks block comments that are empty or touch the
+// next token: the text around them is read as written.
+func TestParseFileComments(t *testing.T) {
+	tests := []struct{ name, text string }{
+		{"empty block comment", `{/**/"mcpServers": {"a": {"type": "http", "url": "https://a.example/mcp"}}}`},
+		{"comment touching a key", `{/* ours */"mcpServers": {"a": {"type": "http", "url": "https://a.example/mcp"}}}`},
+		{"comment touching a value", `{"mcpServers": {"a": {"type": "http", "url":/* remote */"https://a.example/mcp"}}}`},
+		{"comment before the top-level value", "/* generated */{\"mcpServers\": {\"a\": {\"type\": \"http\", \"url\": \"https://a.example/mcp\"}}}"},
+		{"comments in a row", `{/**//* x */"mcpServers": {"a": {"type": "http", "url": "https://a.example/mcp"}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			servers, diags := ParseFile("/f.json", []byte(tt.text), LevelUser, "vscode", envOf())
+			if len(diags) != 0 {
+				t.Fatalf("diagnostics:\n%s", diagStrings(diags))
+			}
+			if len(servers) != 1 || servers[0].Name != "a" || servers[0].URL != "https://a.example/mcp" {
+				t.Errorf("servers %+v", servers)
+			}
+		})
+	}
+}
+
 func TestParseExpansion(t *testing.T) {
 	env := envOf("BIN", "/usr/bin/node", "A", "a-val", "EMPTY", "", "TOK", "s3cret", "DIR", "/work", "HOST", "h.example", "BANG", "!rm -rf ~")
 	entry := `{
@@ -344,12 +399,79 @@ func TestParseOAuthGrant(t *testing.T) {
 	}
 }
 
+// TestParseOAuthRedirectURI checks that any absolute redirect URI is
+// accepted, including a native app's private-use scheme without a host.
+func TestParseOAuthRedirectURI(t *testing.T) {
+	for _, uri := range []string{"http://127.0.0.1:9/cb", "https://app.example/cb", "com.example.app:/oauth2redirect", "myapp:callback"} {
+		entry := fmt.Sprintf(`{"type": "http", "url": "https://x/mcp", "auth": {"type": "oauth", "grant": "authorization_code", "redirectUri": %q}}`, uri)
+		servers, diags := ParseFile("/f.json", []byte(fileWith("s", entry)), LevelUser, "mcplife", envOf())
+		if len(servers) != 1 || len(diags) != 0 {
+			t.Errorf("%s: diagnostics:\n%s", uri, diagStrings(diags))
+			continue
+		}
+		if got := servers[0].Auth.RedirectURI; got != uri {
+			t.Errorf("%s: RedirectURI = %q", uri, got)
+		}
+	}
+	for _, uri := range []string{"callback", "/cb", "https:///cb", "http:cb"} {
+		entry := fmt.Sprintf(`{"type": "http", "url": "https://x/mcp", "auth": {"type": "oauth", "grant": "authorization_code", "redirectUri": %q}}`, uri)
+		servers, diags := ParseFile("/f.json", []byte(fileWith("s", entry)), LevelUser, "mcplife", envOf())
+		if len(servers) != 0 || len(findDiag(diags, "s", "auth.redirectUri")) != 1 {
+			t.Errorf("%s accepted: diagnostics:\n%s", uri, diagStrings(diags))
+		}
+	}
+}
+
+// TestParseClientCredentialsIgnoresRegistration checks that each
+// registration field of a client_credentials grant gets exactly one warning
+// naming it, and nothing else does.
+func TestParseClientCredentialsIgnoresRegistration(t *testing.T) {
+	tests := []struct{ field, value string }{
+		{"", ""},
+		{"clientMetadataUrl", `"https://app.example/client.json"`},
+		{"dynamicRegistration", "true"},
+		{"redirectUri", `"http://127.0.0.1:9/cb"`},
+		{"offlineAccess", "false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field, func(t *testing.T) {
+			extra := ""
+			if tt.field != "" {
+				extra = fmt.Sprintf(", %q: %s", tt.field, tt.value)
+			}
+			entry := `{"type": "http", "url": "https://x/mcp", "auth": {"type": "oauth", "grant": "client_credentials", "clientId": "svc", "clientSecret": "SVC"` + extra + `}}`
+			servers, diags := ParseFile("/f.json", []byte(fileWith("s", entry)), LevelUser, "mcplife", envOf())
+			if len(servers) != 1 {
+				t.Fatalf("not loaded:\n%s", diagStrings(diags))
+			}
+			want := 0
+			if tt.field != "" {
+				want = 1
+				if ds := findDiag(diags, "s", "auth."+tt.field); len(ds) != 1 || ds[0].Severity != SeverityWarning || ds[0].Message != `ignored with grant "client_credentials"` {
+					t.Errorf("diagnostics:\n%s", diagStrings(diags))
+				}
+			}
+			if len(diags) != want {
+				t.Errorf("want %d diagnostics:\n%s", want, diagStrings(diags))
+			}
+			a := *servers[0].Auth
+			if want := (Auth{Type: "oauth", Grant: GrantClientCredentials, ClientID: "svc", ClientSecret: "SVC"}); a != want {
+				t.Errorf("auth = %+v, want %+v", a, want)
+			}
+		})
+	}
+}
+
 func TestParseRootsRelative(t *testing.T) {
 	servers, diags := ParseFile("/home/me/proj/.mcp.json", []byte(fileWith("s", `{"command": "x", "roots": ["src", "../other", "./"]}`)), LevelProject, "claude", envOf())
 	if len(diags) != 0 || len(servers) != 1 {
 		t.Fatalf("diagnostics:\n%s", diagStrings(diags))
 	}
 	want := []Root{{URI: "file:///home/me/proj/src", Name: "src"}, {URI: "file:///home/me/other", Name: "other"}, {URI: "file:///home/me/proj", Name: "proj"}}
+	// Without a scheme before "://" a root is a path, not a URI.
+	if r, err := ParseRoot("://odd", "/home/me/proj/.mcp.json"); err != nil || r != (Root{URI: "file:///home/me/proj/:/odd", Name: "odd"}) {
+		t.Errorf(`ParseRoot("://odd") = %+v, %v`, r, err)
+	}
 	if fmt.Sprint(servers[0].Roots) != fmt.Sprint(want) {
 		t.Errorf("roots = %+v, want %+v", servers[0].Roots, want)
 	}

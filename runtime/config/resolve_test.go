@@ -216,6 +216,25 @@ func TestResolveValueLookup(t *testing.T) {
 		t.Errorf("project headers with env block: %v", res.Headers)
 	}
 
+	// Parsed from a project file: the env value expands from the process at
+	// discovery, but a header naming that variable sees it only as written.
+	parsed, pdiags := ParseFile("/p/.mcp.json", []byte(fileWith("h", `{"type": "http", "url": "https://h.example",
+		"env": {"RELAY": "${API_KEY}", "LOCAL": "mine"}, "headers": {"X-Relay": "RELAY", "X-Local": "LOCAL"}}`)), LevelProject, "claude", proc)
+	if len(parsed) != 1 || len(pdiags) != 0 || parsed[0].Env["RELAY"] != "sk-secret" {
+		t.Fatalf("parse: %+v %s", parsed, diagStrings(pdiags))
+	}
+	res, _ = r.Resolve(ctx, parsed[0])
+	if res.Headers["X-Relay"] != "${API_KEY}" || res.Headers["X-Local"] != "mine" {
+		t.Errorf("project headers reached the process env through the env block: %v", res.Headers)
+	}
+	// Built in code (no Raw): the env block is the one given.
+	s = httpServer(LevelProject, map[string]string{"X-Local": "LOCAL"})
+	s.Env = map[string]string{"LOCAL": "mine"}
+	res, _ = r.Resolve(ctx, s)
+	if res.Headers["X-Local"] != "mine" {
+		t.Errorf("project headers without Raw: %v", res.Headers)
+	}
+
 	// Env values (stdio): process lookup, then literal.
 	res, diags := r.Resolve(ctx, stdioServer(LevelUser, map[string]string{"TOKEN": "MY_TOKEN", "MODE": "production"}))
 	if len(diags) != 0 || res.Headers != nil {
@@ -355,6 +374,24 @@ func TestResolveDefaultShell(t *testing.T) {
 	}
 	if c := findDiag(diags, "h", "headers.C"); len(c) != 1 || !strings.Contains(c[0].Message, "printed nothing") {
 		t.Errorf("C:\n%s", diagStrings(diags))
+	}
+
+	// The warning quotes the first stderr line, up to 200 bytes, and marks a
+	// longer one as cut.
+	for _, n := range []int{199, 200, 201} {
+		line := strings.Repeat("e", n)
+		res, diags = (&Resolver{Env: envOf()}).Resolve(context.Background(), httpServer(LevelUser, map[string]string{"L": "!echo " + line + " >&2; exit 1"}))
+		d := findDiag(diags, "h", "headers.L")
+		if len(res.Headers) != 0 || len(d) != 1 {
+			t.Fatalf("%d: %v %s", n, res.Headers, diagStrings(diags))
+		}
+		want := "exit status 1: " + line + "; value dropped"
+		if n > 200 {
+			want = "exit status 1: " + line[:200] + "...; value dropped"
+		}
+		if !strings.HasSuffix(d[0].Message, want) {
+			t.Errorf("%d-byte stderr line: message %q, want suffix %q", n, d[0].Message, want)
+		}
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -23,7 +23,8 @@ func TestConnectTimeout(t *testing.T) {
 }
 
 func TestValidateName(t *testing.T) {
-	for _, ok := range []string{"a", "my-server", "my.server_2", "A9", string(make([]byte, 0)) + "x"} {
+	// Every end of each character range is allowed.
+	for _, ok := range []string{"a", "my-server", "my.server_2", "A9", string(make([]byte, 0)) + "x", "z", "Z", "0", "9", "azAZ09_.-"} {
 		if err := ValidateName(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}

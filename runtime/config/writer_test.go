@@ -188,6 +188,9 @@ func TestWriterErrors(t *testing.T) {
 		{"remove missing", RemoveServer(path, "nope"), ErrServerNotFound, `Server "nope" not found in ` + path},
 		{"enable missing", SetEnabled(path, "nope", true), ErrServerNotFound, `Server "nope" not found in ` + path},
 		{"remove from missing file", RemoveServer(filepath.Join(t.TempDir(), "none.json"), "x"), ErrServerNotFound, `Server "x" not found in `},
+		// "other" is not a server object: its keys are not servers.
+		{"remove a key of another object", RemoveServer(path, "k"), ErrServerNotFound, `Server "k" not found in ` + path},
+		{"enable a key of another object", SetEnabled(path, "k", false), ErrServerNotFound, `Server "k" not found in ` + path},
 	}
 	for _, tt := range tests {
 		if tt.err == nil {
