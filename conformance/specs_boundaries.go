@@ -25,17 +25,24 @@ func longName(prefix string, n int) string {
 
 var _ = Spec(Requirement{
 	ID: "CORE-NAMING-004", Level: Must, Profile: driver.ProfileCore, Area: "naming",
-	Statement: "An implementation MUST keep an exposed tool name of exactly 64 characters as it is, and cap a longer one to at most 64 characters, so that tools whose names share their first 64 characters stay distinct and each reaches its own raw tool.",
-	Source:    Source{"reference semantics", "Tool names are capped at 64 characters (a hash keeps long names that share a prefix distinct)"},
+	Statement: "An implementation MUST keep an exposed tool name of exactly 64 characters as it is, and cap a longer one to at most 64 characters, so that tools whose names share their first 64 characters, through a long tool name or a long server name, stay distinct and each reaches its own raw tool.",
+	Source:    Source{"reference semantics", "Tool names are capped at 64 characters (a hash keeps long names that share a prefix distinct); seed 002: server names max 100 chars"},
 }, func(h *H) {
 	// "mcp_fx_" is 7 characters: a 57-character tool name is exposed with
-	// exactly 64, a 58-character one needs the cap, and two of 70 share
-	// their first 64 exposed characters.
+	// exactly 64, a 58-character one needs the cap, and two of 120 share
+	// their first 64 exposed characters (and are far longer than their
+	// answers). The server of the longest name a configuration may give
+	// (100 characters) exposes only capped names sharing their first 64.
 	exact, over := longName("exact", 57), longName("over", 58)
-	twinA, twinB := longName("twin", 69)+"a", longName("twin", 69)+"b"
-	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_TOOL_NAMES": strings.Join([]string{exact, over, twinA, twinB}, ",")})}})
+	twinA, twinB := longName("twin", 119)+"a", longName("twin", 119)+"b"
+	longServer := longName("long", 100)
+	h.Start(Setup{Servers: map[string]Server{
+		"fx":       h.Fixture("fx", Knobs{"MCP_FIXTURE_TOOL_NAMES": strings.Join([]string{exact, over, twinA, twinB}, ",")}),
+		longServer: h.Fixture("long", nil),
+	}})
 	h.Open("main")
 	h.AwaitJournal("fx", "tools-list", 1)
+	h.AwaitJournal("long", "tools-list", 1)
 	names := h.ToolNames("main", "fx")
 	h.Verify(Journal, len(names) == 13, "the server's 13 tools are listed", "%d tools: %v", len(names), names)
 	var tooLong []string
@@ -64,6 +71,26 @@ var _ = Spec(Requirement{
 		reached[h.AwaitJournal("fx", "call-start", i+1).Last("call-start").Str("tool")] = true
 	}
 	h.Verify(Journal, reached[over] && reached[twinA] && reached[twinB], "each capped name reaches its own raw tool", "the server saw calls of %v", slices.Sorted(maps.Keys(reached)))
+	var longNames []string
+	echo := ""
+	for _, t := range h.Tools("main") {
+		if t.Server == longServer {
+			longNames = append(longNames, t.Name)
+			if t.Tool == "echo" {
+				echo = t.Name
+			}
+		}
+	}
+	slices.Sort(longNames)
+	longest := 0
+	for _, n := range longNames {
+		longest = max(longest, len(n))
+	}
+	h.Verify(Response, len(longNames) == 9 && len(slices.Compact(slices.Clone(longNames))) == 9 && longest <= 64 && echo != "",
+		"the 9 tools of the server with a 100-character name are exposed under 9 distinct names of at most 64 characters", "names %q", longNames)
+	r := h.CallNow("main", echo, map[string]any{"text": "x"})
+	start := h.AwaitJournal("long", "call-start", 1).Last("call-start")
+	h.Verify(Journal, r.Error == nil && start.Str("tool") == "echo", "its capped echo name reaches echo and answers", "error=%v, the server saw a call of %q", r.Error, start.Str("tool"))
 })
 
 var _ = Spec(Requirement{
@@ -84,6 +111,14 @@ var _ = Spec(Requirement{
 		!strings.Contains(over.Result.Text, fixture.BigText(limit+1)),
 		"the result of one character more keeps exactly its first maxResultChars characters", "truncated=%v original=%d, first %d kept: %v, all %d kept: %v",
 		over.Result.Truncated, over.Result.OriginalChars, limit, strings.Contains(over.Result.Text, fixture.BigText(limit)), limit+1, strings.Contains(over.Result.Text, fixture.BigText(limit+1)))
+	// Characters, not bytes: maxResultChars characters of two bytes each
+	// are more bytes than the limit, and still whole.
+	wide := strings.Repeat("é", limit)
+	w := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": wide})
+	wend := h.AwaitJournal("fx", "call-end", 3).Last("call-end")
+	h.Verify(Journal, wend.Int("bytes") == 2*limit, "the server sent 1000 two-byte characters (2000 bytes)", "call-end %v", wend.Fields)
+	h.Verify(Response, !w.Result.Truncated && w.Result.OriginalChars == limit && strings.Contains(w.Result.Text, wide),
+		"the result of exactly maxResultChars multi-byte characters is whole", "truncated=%v original=%d, whole: %v", w.Result.Truncated, w.Result.OriginalChars, strings.Contains(w.Result.Text, wide))
 })
 
 var _ = Spec(Requirement{

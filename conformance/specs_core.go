@@ -127,11 +127,14 @@ var _ = Spec(Requirement{
 
 var _ = Spec(Requirement{
 	ID: "CORE-NAMING-001", Level: Must, Profile: driver.ProfileCore, Area: "naming",
-	Statement: "An implementation MUST expose each tool as mcp_<server>_<tool> with both parts lower-cased and every run of other characters than [a-z0-9_] replaced by one underscore, and route calls of that name to the raw tool.",
-	Source:    Source{"reference semantics", "Tool name: lowercase; runs of characters outside [a-z0-9_] become _; repeated _ collapse (seed 002: mcp_<sanitized_server_name>_<sanitized_tool_name>)"},
+	Statement: "An implementation MUST expose each tool as mcp_<server>_<tool> with both parts lower-cased, every run of other characters than [a-z0-9_] replaced by one underscore and no underscore left at the start or end of a part, and route calls of that name to the raw tool.",
+	Source:    Source{"reference semantics", "Tool name: lowercase; runs of characters outside [a-z0-9_] become _; repeated _ collapse; leading/trailing _ trimmed (seed 002: mcp_<sanitized_server_name>_<sanitized_tool_name>)"},
 }, func(h *H) {
-	h.Start(Setup{Servers: map[string]Server{"Docs-Server..v2": h.Fixture("docs", nil)}})
+	// Two more raw names start (and one ends) with characters outside
+	// [a-z0-9]: nothing of them may survive as an underscore.
+	h.Start(Setup{Servers: map[string]Server{"Docs-Server..v2": h.Fixture("docs", Knobs{"MCP_FIXTURE_TOOL_NAMES": "_Leading,--Dash..Run--"})}})
 	h.Open("main")
+	h.AwaitJournal("docs", "tools-list", 1)
 	var got, want []string
 	for _, t := range h.Tools("main") {
 		if t.Server == "Docs-Server..v2" {
@@ -141,11 +144,16 @@ var _ = Spec(Requirement{
 	for _, raw := range builtinTools() {
 		want = append(want, "mcp_docs_server_v2_"+raw)
 	}
+	want = append(want, "mcp_docs_server_v2_leading", "mcp_docs_server_v2_dash_run")
 	sort.Strings(got)
-	h.Verify(Response, slices.Equal(got, want), "every tool is exposed as mcp_docs_server_v2_<tool>", "%v", got)
+	sort.Strings(want)
+	h.Verify(Response, slices.Equal(got, want), "every tool is exposed as mcp_docs_server_v2_<tool>, _Leading as ..._leading and --Dash..Run-- as ..._dash_run", "%v", got)
 	r := h.CallNow("main", "mcp_docs_server_v2_echo", map[string]any{"text": "routed"})
 	starts := h.AwaitJournal("docs", "call-start", 1).Of("call-start")
 	h.Verify(Journal, starts[0].Str("tool") == "echo" && !r.Result.IsError, "the exposed name reaches the raw tool", "server saw %q, isError=%v", starts[0].Str("tool"), r.Result.IsError)
+	r = h.CallNow("main", "mcp_docs_server_v2_dash_run", map[string]any{"text": "routed"})
+	starts = h.AwaitJournal("docs", "call-start", 2).Of("call-start")
+	h.Verify(Journal, starts[1].Str("tool") == "--Dash..Run--" && !r.Result.IsError, "mcp_docs_server_v2_dash_run reaches the raw tool --Dash..Run--", "server saw %q, isError=%v", starts[1].Str("tool"), r.Result.IsError)
 })
 
 var _ = Spec(Requirement{
@@ -335,7 +343,7 @@ var _ = Spec(Requirement{
 
 var _ = Spec(Requirement{
 	ID: "CORE-CANCEL-001", Level: Must, Profile: driver.ProfileCore, Area: "cancel",
-	Statement: "An implementation MUST end a call the caller cancels with aborted, tell the server to cancel the request, and keep the server running.",
+	Statement: "An implementation MUST end a call the caller cancels with aborted, handing the agent no result text, tell the server to cancel the request, and keep the server running.",
 	Source:    Source{"seed 000", "convert transport/tool errors into MCP error: ... tool content (abort remains abort)"},
 }, func(h *H) {
 	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
@@ -346,6 +354,11 @@ var _ = Spec(Requirement{
 	h.Verify(Response, running, "tool.cancel finds the call running", "running=%v", running)
 	r := h.Result(id)
 	h.Verify(Response, r.Result.Aborted && r.Error != nil && r.Error.Code == string(driver.OutcomeAborted), "the call ends aborted", "aborted=%v error=%v", r.Result.Aborted, r.Error)
+	// Abort remains abort: no "MCP error:" body was built for the agent,
+	// not even one left out of the text afterwards (originalChars measures
+	// the body before truncation).
+	h.Verify(Response, r.Result.Text == "" && r.Result.OriginalChars == 0 && !r.Result.Truncated, "the aborted call hands the agent no body: empty text, originalChars 0",
+		"text %q, originalChars %d, truncated %v", r.Result.Text, r.Result.OriginalChars, r.Result.Truncated)
 	end := h.AwaitJournal("fx", "call-end", 1).Last("call-end")
 	h.Verify(Journal, end.Str("outcome") == "cancelled", "the server saw the request cancelled", "call-end %v", end.Fields)
 	r2 := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "after"})

@@ -206,22 +206,53 @@ var _ = Spec(Requirement{
 
 var _ = Spec(Requirement{
 	ID: "REG-COLLISION-001", Level: Must, Profile: driver.ProfileRegistration, Area: "collision",
-	Statement: "An implementation MUST expose one tool per exposed name when two servers' tools collide after sanitizing, pick the same winner in every session and report the collision.",
+	Statement: "An implementation MUST expose one tool per exposed name when two servers' tools collide after sanitizing, pick the same winner in every session and report the collision, whichever of the two servers' tools arrive first.",
 	Source:    Source{"seed 002", "Different raw names can still sanitize to the same identifier (for example my-server and my.server), and registry insertion is last-write-wins"},
 }, func(h *H) {
-	h.Start(Setup{Servers: map[string]Server{"my-server": h.Fixture("dash", nil), "my.server": h.Fixture("dot", nil)}})
-	h.Open("s1")
-	h.AwaitJournal("dash", "tools-list", 1)
-	h.AwaitJournal("dot", "tools-list", 1)
+	// Two pairs of servers whose names sanitize alike. In each pair the
+	// second server's handshake is held until the first's tools are
+	// registered, the dash first in one pair and the dot first in the
+	// other: whichever tool an implementation picks, one collision arises
+	// when the winner's tools arrive and the other when the loser's do.
+	pairs := []struct{ first, second, firstKey, secondKey, name string }{
+		{"my.server", "my-server", "my-dot", "my-dash", "mcp_my_server_echo"},
+		{"your-server", "your.server", "your-dash", "your-dot", "mcp_your_server_echo"},
+	}
+	key := map[string]string{}
+	servers := map[string]Server{}
+	var releases []func()
+	for _, p := range pairs {
+		hold, release := h.InitHold(p.secondKey)
+		servers[p.first] = h.Fixture(p.firstKey, nil)
+		servers[p.second] = h.Fixture(p.secondKey, Knobs{"MCP_FIXTURE_INIT_WAIT_FILE": hold})
+		key[p.first], key[p.second] = p.firstKey, p.secondKey
+		releases = append(releases, release)
+	}
+	h.Start(Setup{Servers: servers})
+	open := h.OpenAsync("s1")
+	for _, p := range pairs {
+		h.AwaitJournal(p.firstKey, "tools-list", 1)
+		h.Await(Ev(event.ToolsRegistered, p.first))
+	}
+	for _, release := range releases {
+		release()
+	}
+	open.Report()
+	for _, p := range pairs {
+		h.AwaitJournal(p.secondKey, "tools-list", 1)
+		h.Await(Ev(event.ToolsCollision, "", "name", p.name))
+	}
+	h.Verify(Events, h.Count(Ev(event.ToolsCollision, "", "name", pairs[0].name)) > 0 && h.Count(Ev(event.ToolsCollision, "", "name", pairs[1].name)) > 0,
+		"tools.collision reports both collisions, the one whose dash server came second and the one whose dot server did", "%d and %d events",
+		h.Count(Ev(event.ToolsCollision, "", "name", pairs[0].name)), h.Count(Ev(event.ToolsCollision, "", "name", pairs[1].name)))
 	h.Open("s2")
-	winner := map[string]string{}
+	winner := map[string]map[string]string{} // session -> exposed name -> server
 	for _, s := range []string{"s1", "s2"} {
 		count := map[string]int{}
+		winner[s] = map[string]string{}
 		for _, t := range h.Tools(s) {
 			count[t.Name]++
-			if t.Name == "mcp_my_server_echo" {
-				winner[s] = t.Server
-			}
+			winner[s][t.Name] = t.Server
 		}
 		dups := 0
 		for _, n := range count {
@@ -229,16 +260,17 @@ var _ = Spec(Requirement{
 				dups++
 			}
 		}
-		h.Verify(Response, dups == 0 && len(count) == 9, "session "+s+" lists each exposed name once", "%d names, %d duplicated", len(count), dups)
+		h.Verify(Response, dups == 0 && len(count) == 18, "session "+s+" lists each exposed name once", "%d names, %d duplicated", len(count), dups)
 	}
-	h.Verify(Response, winner["s1"] != "" && winner["s1"] == winner["s2"], "both sessions pick the same winner", "%v", winner)
-	h.Verify(Events, h.Count(Ev(event.ToolsCollision, "")) > 0, "tools.collision reports it", "%d events", h.Count(Ev(event.ToolsCollision, "")))
-	h.CallNow("s2", "mcp_my_server_echo", map[string]any{"text": "who"})
-	key := map[string]string{"my-server": "dash", "my.server": "dot"}
-	loser := "dot"
-	if winner["s1"] == "my.server" {
-		loser = "dash"
+	for _, p := range pairs {
+		w := winner["s1"][p.name]
+		h.Verify(Response, w != "" && w == winner["s2"][p.name], "both sessions pick the same winner of "+p.name, "s1 %q, s2 %q", w, winner["s2"][p.name])
+		loser := p.first
+		if w == p.first {
+			loser = p.second
+		}
+		h.CallNow("s2", p.name, map[string]any{"text": "who"})
+		h.Verify(Journal, h.AwaitJournal(key[w], "call-start", 1).Count("call-start") == 1 && h.Journal(key[loser]).Count("call-start") == 0,
+			"the call of "+p.name+" reached the winner only", "winner %s", w)
 	}
-	h.Verify(Journal, h.AwaitJournal(key[winner["s1"]], "call-start", 1).Count("call-start") == 1 && h.Journal(loser).Count("call-start") == 0,
-		"the call reached the winner only", "winner %s", winner["s1"])
 })

@@ -148,7 +148,7 @@ var teeth = []teethRow{
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.
-		"GATE-FAST-001", []string{"BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "CORE-HANDSHAKE-001", "CORE-HOSTILE-003", "CORE-SESSION-001", "CORE-STATUS-002", "SEC-TRUST-001", "SHARED-RESTART-001", "SHARED-STABLE-001"}},
+		"GATE-FAST-001", []string{"BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "CORE-HANDSHAKE-001", "CORE-HOSTILE-003", "CORE-HOSTILE-008", "CORE-SESSION-001", "CORE-STATUS-002", "SEC-TRUST-001", "SHARED-RESTART-001", "SHARED-STABLE-001"}},
 	{"gate-drops-pending", "without late registration, session.open still returns at the gate's timeout",
 		"GATE-HOLD-001", nil},
 	{"idle-timeout-ignored", "idleTimeoutMs is ignored: an unreferenced shared server runs until shutdown",
