@@ -59,7 +59,7 @@ func Fields() []FieldInfo {
 		{"protocolVersion", "string", "the runtime's default", "the MCP protocol version to request in initialize", OnBadWarning},
 		{"includeTools", "array of strings", "all tools", "expose only these raw MCP tool names", OnBadError},
 		{"excludeTools", "array of strings", "none", "never expose these raw MCP tool names", OnBadError},
-		{"maxResultChars", "whole number > 0", "`50000` (or `options.maxResultChars`)", "cap on a tool result's text, in characters, before wrapping", OnBadWarning},
+		{"maxResultChars", "whole number from 1 to 2147483647", "`50000` (or `options.maxResultChars`)", "cap on a tool result's text, in characters, before wrapping", OnBadWarning},
 		{"maxMessageBytes", "whole number from 1024 to 1073741824", "`16777216` (16 MiB, or `options.maxMessageBytes`)", "stdio only: the longest line or JSON-RPC message the server may write on stdout; a longer one ends its connection (`transport.oversized`)", OnBadWarning},
 		{"stderrLimit", "whole number from 256 to 1048576", "`8192` (8 KiB, or the runtime's `StderrLimit` option)", "stdio only: how many of the last bytes the server wrote on stderr are kept (a fixed-size ring) and shown in `server.failed` and the status; older bytes are discarded as they arrive", OnBadWarning},
 		{"elicitation", "string", "`off`", "host-side elicitation handler: `off` (the client does not announce elicitation) or `defaults` (accept every form request with its schema's defaults, for a host without a UI)", OnBadWarning},

@@ -428,7 +428,7 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 	if v, ok := c.fields["maxResultChars"]; ok {
 		f, isNum := v.number()
 		if !isNum || f != math.Trunc(f) || f <= 0 || f > math.MaxInt32 {
-			c.warn("maxResultChars", v.off, "must be a whole number greater than 0, got %s; using the default", v.raw())
+			c.warn("maxResultChars", v.off, "must be a whole number from 1 to 2147483647, got %s; using the default", v.raw())
 		} else {
 			maxChars = int(f)
 		}
