@@ -342,6 +342,81 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
+	ID: "CORE-TIMEOUT-003", Level: Must, Profile: driver.ProfileCore, Area: "timeout",
+	Statement: "An implementation MUST NOT time out the calls of a server whose configuration says \"toolTimeout\": 0 (no tool timeout), while the other servers keep the default tool timeout.",
+	Source:    Source{"field failure 7", "Request timeout default of 60 s kills long tools unless per-call timeouts are set. Needs: separate connect and call timeouts"},
+	// The virtual clock gives the negative check its bound: the witness
+	// call on a server with the default timeout times out at the instant
+	// the disabled one would have.
+	Needs: []driver.Capability{driver.CapVirtualClock},
+}, func(h *H) {
+	timeout := h.D(1000)
+	h.Start(Setup{
+		Servers: map[string]Server{
+			"off": h.Fixture("off", nil).With("toolTimeout", 0),
+			"fx":  h.Fixture("fx", nil),
+		},
+		Options: &driver.StartOptions{ToolTimeoutMs: Ms(timeout)},
+	})
+	h.Open("main")
+	long := h.Call("main", "mcp_off_sleep", map[string]any{"ms": 600000})
+	witness := h.Call("main", "mcp_fx_sleep", map[string]any{"ms": 600000})
+	h.AwaitJournal("off", "call-start", 1)
+	h.AwaitJournal("fx", "call-start", 1)
+	h.Await(Ev(event.ToolCallStarted, "off"))
+	h.Await(Ev(event.ToolCallStarted, "fx"))
+	h.AwaitTimerDue(timeout, "the witness call's tool timeout")
+	h.Pass(timeout)
+	r := h.Result(witness)
+	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeToolTimeout), "the call under the default timeout fails with mcp_tool_timeout", "error=%v", r.Error)
+	h.Pass(10 * timeout)
+	// Bound: a later call answered after the clock passed eleven default
+	// timeouts.
+	r2 := h.CallNow("main", "mcp_off_echo", map[string]any{"text": "later"})
+	h.Verify(Response, r2.Error == nil, "a later call on the server with toolTimeout 0 answers", "error=%v", r2.Error)
+	seen := "running"
+	if h.HasResult(long) {
+		seen = fmt.Sprintf("finished with error=%v", h.Result(long).Error)
+	}
+	h.Verify(Response, seen == "running", "the call of the server with toolTimeout 0 is still running after eleven default timeouts", "%s", seen)
+	h.Verify(Events, h.Count(Ev(event.ToolTimeout, "off")) == 0, "no tool.timeout names the server with toolTimeout 0", "%d tool.timeout events", h.Count(Ev(event.ToolTimeout, "off")))
+	h.Verify(Response, h.Cancel(long), "tool.cancel finds that call running", "not running")
+	rl := h.Result(long)
+	h.Verify(Response, rl.Error != nil && rl.Error.Code == string(driver.OutcomeAborted), "the cancelled call ends aborted", "error=%v", rl.Error)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-PROGRESS-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers",
+	Statement: "An implementation MUST send a progress token with each tool call to a server whose configuration says \"progress\": true and report each notifications/progress for that call as tool.progress naming the call; it MUST NOT send a token to a server without the setting.",
+	Source:    Source{"issue 14", "progress notifications, off by default and enabled per server"},
+	Needs:     []driver.Capability{driver.CapHostHandlers},
+}, func(h *H) {
+	host := Knobs{"MCP_FIXTURE_HOST_TOOLS": "1"}
+	h.Start(Setup{Servers: map[string]Server{
+		"fx":  h.Fixture("fx", host).With("progress", true),
+		"off": h.Fixture("off", host),
+	}})
+	h.Open("main")
+	id := h.Call("main", "mcp_fx_progress", map[string]any{"steps": 3})
+	r := h.Result(id)
+	h.Verify(Response, r.Error == nil && !r.Result.IsError, "the progress call answers", "error=%v isError=%v", r.Error, r.Result.IsError)
+	sent := h.AwaitJournal("fx", "progress-sent", 1).Last("progress-sent")
+	h.Verify(Journal, sent.Bool("token") && sent.Int("steps") == 3, "the call carried a progress token and the server sent 3 notifications", "progress-sent %v", sent.Fields)
+	for i := 1; i <= 3; i++ {
+		e := h.Await(Ev(event.ToolProgress, "fx", "tool", "mcp_fx_progress", "progress", fmt.Sprint(i), "total", "3"))
+		// The call is the harness's callId where the implementation can
+		// carry it (DRIVER.md, tool.progress), else its own.
+		call, _ := e.Get("call")
+		h.Verify(Events, call != "", fmt.Sprintf("tool.progress %d of 3 names the call", i), "call %q (the harness's id was %q)", call, id)
+	}
+	r2 := h.CallNow("main", "mcp_off_progress", map[string]any{"steps": 3})
+	h.Verify(Response, r2.Error == nil, "the call to the server without the setting answers", "error=%v", r2.Error)
+	off := h.AwaitJournal("off", "progress-sent", 1).Last("progress-sent")
+	h.Verify(Journal, !off.Bool("token"), "the server without the setting got no progress token", "progress-sent %v", off.Fields)
+	h.Verify(Events, h.Count(Ev(event.ToolProgress, "off")) == 0, "no tool.progress names the server without the setting", "%d tool.progress events", h.Count(Ev(event.ToolProgress, "off")))
+})
+
+var _ = Spec(Requirement{
 	ID: "CORE-CANCEL-001", Level: Must, Profile: driver.ProfileCore, Area: "cancel",
 	Statement: "An implementation MUST end a call the caller cancels with aborted, handing the agent no result text, tell the server to cancel the request, and keep the server running.",
 	Source:    Source{"seed 000", "convert transport/tool errors into MCP error: ... tool content (abort remains abort)"},

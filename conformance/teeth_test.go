@@ -145,6 +145,10 @@ var teeth = []teethRow{
 		"CORE-TEARDOWN-001", nil},
 	{"no-sigkill", "stopping a server escalates to SIGTERM but never to SIGKILL",
 		"CORE-TEARDOWN-002", nil},
+	{"tool-timeout-zero-default", "\"toolTimeout\": 0 falls back to the default tool timeout instead of disabling it",
+		"CORE-TIMEOUT-003", nil},
+	{"progress-ignored", "\"progress\": true is ignored: tool calls carry no progress token",
+		"CORE-PROGRESS-001", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.

@@ -72,6 +72,10 @@ const (
 	faultMarkersKept            = "markers-kept"              // boundary markers inside a result are not neutralized (runtime/bridge)
 	faultRemoteInitFinal        = "remote-init-final"         // a remote server whose first connect fails is never retried
 	faultStrayReplyFatal        = "stray-reply-fatal"         // a reply that matches no request in flight ends the connection
+
+	// Defects that prove requirements added for mutation survivors.
+	faultZeroTimeoutDefault = "tool-timeout-zero-default" // "toolTimeout": 0 falls back to the default tool timeout
+	faultProgressIgnored    = "progress-ignored"          // "progress": true is ignored: calls carry no progress token
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -89,5 +93,6 @@ func FaultNames() []string {
 		faultRestartDelaysIgnored, faultBoundedGivesUpEarly, faultCollisionBothListed, faultDisconnectRestarts,
 		faultEmptyRefreshReplaces, faultReloadStaleConfig, faultEnvInherited, faultProjectURLExpandsEnv,
 		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
-		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal}
+		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal,
+		faultZeroTimeoutDefault, faultProgressIgnored}
 }

@@ -17,7 +17,7 @@ import (
 // progressToken registers a progress token for one call of ci on s and
 // returns it with the function that forgets it; "" when progress is off.
 func (s *server) progressToken(ci *callInfo) (token string, done func()) {
-	if !s.cfg.Progress || ci == nil {
+	if !s.cfg.Progress || ci == nil || s.rt.faults.on(faultProgressIgnored) {
 		return "", func() {}
 	}
 	s.mu.Lock()

@@ -134,7 +134,7 @@ func (s *server) setStateLocked(st State) {
 
 func (s *server) toolTimeout() time.Duration {
 	switch {
-	case s.cfg.ToolTimeout == config.NoTimeout:
+	case s.cfg.ToolTimeout == config.NoTimeout && !s.rt.faults.on(faultZeroTimeoutDefault):
 		return 0
 	case s.cfg.ToolTimeout > 0:
 		return s.cfg.ToolTimeout
