@@ -183,3 +183,36 @@ var _ = Spec(Requirement{
 		"one new process replaced the wedged one and answers", "%d launches, last call on launch %d", len(j.Launches()), j.Last("call-start").Launch)
 	h.Verify(Events, h.Count(Ev(event.RestartAttempt, "fx")) == 1, "one restart attempt ran", "%d restart.attempt", h.Count(Ev(event.RestartAttempt, "fx")))
 })
+
+var _ = Spec(Requirement{
+	ID: "SHARED-RESTART-004", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart",
+	Statement: "An implementation MUST end a call in flight on a connection it closes to restart the server with mcp_restart_in_progress, not mcp_connection_lost: the server did not fail under that call, the implementation replaced it.",
+	Source:    Source{"seed 001", "Concurrent callers during a restart get mcp_restart_in_progress rather than starting a second restart"},
+}, func(h *H) {
+	h.Start(Setup{
+		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_BLOCK_EVENT_LOOP": "1", "MCP_FIXTURE_HANG_MS": "600000"})},
+		Options: &driver.StartOptions{ToolTimeoutMs: Ms(1000), ProbeTimeoutMs: Ms(3000), NoRetryAfterRestart: Bool(true)},
+	})
+	h.Open("main")
+	wedge := h.Call("main", "mcp_fx_test", map[string]any{"text": "wedge"})
+	h.AwaitJournal("fx", "hang-start", 1)
+	// The bystander's own timeout is far away: only the restart ends it.
+	bystander := h.CallTimeout("main", "mcp_fx_echo", map[string]any{"text": "bystander"}, Ms(600000))
+	h.EventuallySeen("both calls started", func() bool { return h.Count(Ev(event.ToolCallStarted, "fx")) == 2 },
+		func() string { return fmt.Sprintf("%d tool.call_started", h.Count(Ev(event.ToolCallStarted, "fx"))) })
+	pid := h.Journal("fx").PIDs()[0]
+	h.Advance(1000)
+	h.Await(Ev(event.ProbeStarted, "fx", "method", "ping"))
+	h.Advance(3000)
+	h.Await(Ev(event.ProbeStarted, "fx", "method", "tools/list"))
+	h.Advance(3000)
+	h.AwaitStopped("fx", pid)
+	r := h.Result(wedge)
+	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeToolTimeout), "the wedged call fails with mcp_tool_timeout", "error=%v", r.Error)
+	rb := h.Result(bystander)
+	h.Verify(Response, rb.Error != nil && rb.Error.Code == string(driver.OutcomeRestartInProgress),
+		"the bystander call, cut off by the restart, fails with mcp_restart_in_progress", "error=%v", rb.Error)
+	h.Await(Ev(event.RestartSucceeded, "fx"))
+	j := h.AwaitJournal("fx", "launch", 2)
+	h.Verify(Journal, len(j.Launches()) == 2, "the implementation replaced the wedged process: the restart, not a failure of the server, ended the bystander", "%d launches", len(j.Launches()))
+})

@@ -149,6 +149,8 @@ var teeth = []teethRow{
 		"CORE-TIMEOUT-003", nil},
 	{"progress-ignored", "\"progress\": true is ignored: tool calls carry no progress token",
 		"CORE-PROGRESS-001", nil},
+	{"planned-close-lost", "a call cut off when a restart closes its connection fails with mcp_connection_lost",
+		"SHARED-RESTART-004", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.

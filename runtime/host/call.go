@@ -253,7 +253,7 @@ func (s *server) connectionLostError(c *connection, cause error) error {
 	if c.ctx.Err() != nil {
 		cause = context.Cause(c.ctx)
 	}
-	if errors.Is(cause, errPlannedClose) {
+	if errors.Is(cause, errPlannedClose) && !s.rt.faults.on(faultPlannedCloseLost) {
 		return &ServerError{Code: CodeRestartInProgress, Server: s.name, Kind: ErrRestartInProgress, Cause: cause}
 	}
 	return &ServerError{Code: CodeConnectionLost, Server: s.name, Kind: ErrConnectionLost, Cause: cause}

@@ -76,6 +76,7 @@ const (
 	// Defects that prove requirements added for mutation survivors.
 	faultZeroTimeoutDefault = "tool-timeout-zero-default" // "toolTimeout": 0 falls back to the default tool timeout
 	faultProgressIgnored    = "progress-ignored"          // "progress": true is ignored: calls carry no progress token
+	faultPlannedCloseLost   = "planned-close-lost"        // a call cut off by a restart's close fails with mcp_connection_lost
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -94,5 +95,5 @@ func FaultNames() []string {
 		faultEmptyRefreshReplaces, faultReloadStaleConfig, faultEnvInherited, faultProjectURLExpandsEnv,
 		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
 		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal,
-		faultZeroTimeoutDefault, faultProgressIgnored}
+		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost}
 }
