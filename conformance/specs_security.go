@@ -128,6 +128,68 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
+	ID: "SEC-EXPAND-002", Level: Must, Profile: driver.ProfileSecurity, Area: "expansion",
+	Statement: "An implementation MUST expand ${VAR} and ${VAR:-default} in the env values of a user-level server from the configuration's environment, using the default when VAR is unset or empty, and MUST leave a reference to an unset variable without a default as it is.",
+	Source:    Source{"seed 002", "supports ${VAR} and ${VAR:-default}; unresolved values remain literal ${VAR} strings"},
+}, func(h *H) {
+	srv := h.Fixture("fx", Knobs{"MCP_FIXTURE_ECHO_ENV": "X_SET,X_DEFAULT,X_EMPTY,X_KEPT,X_UNSET"}).WithEnv(map[string]string{
+		"X_SET":     "${CONF_SET:-unused}",
+		"X_DEFAULT": "${CONF_UNSET:-fallback}",
+		"X_EMPTY":   "${CONF_EMPTY:-for-empty}",
+		"X_KEPT":    "a-${CONF_SET}-b",
+		"X_UNSET":   "${CONF_UNSET}",
+	})
+	file := h.Path("servers.json")
+	h.WriteConfig(file, map[string]Server{"fx": srv})
+	h.Start(Setup{
+		ConfigFiles: []driver.ConfigFile{{Path: file, Level: "user"}},
+		Env:         map[string]string{"CONF_SET": "alpha", "CONF_EMPTY": ""},
+	})
+	h.Open("main")
+	launch := h.AwaitJournal("fx", "initialized", 1).Launches()[0]
+	values, _ := launch.Fields["envValues"].(map[string]any)
+	want := map[string]string{"X_SET": "alpha", "X_DEFAULT": "fallback", "X_EMPTY": "for-empty", "X_KEPT": "a-alpha-b", "X_UNSET": "${CONF_UNSET}"}
+	for _, k := range []string{"X_SET", "X_DEFAULT", "X_EMPTY", "X_KEPT", "X_UNSET"} {
+		got := "unset"
+		if v, ok := values[k]; ok {
+			got = fmt.Sprintf("%q", v)
+		}
+		h.Verify(Journal, got == fmt.Sprintf("%q", want[k]), fmt.Sprintf("%s reached the server as %q", k, want[k]), "%s=%s", k, got)
+	}
+})
+
+var _ = Spec(Requirement{
+	ID: "SEC-DIAG-001", Level: Must, Profile: driver.ProfileSecurity, Area: "config",
+	Statement: "An implementation MUST reject an invalid server entry of a config file with a config.error naming the file and the field, and list that server in status as failed with an error that names the file, the server and the field; the file's valid servers still connect.",
+	Source:    Source{"seed 000", "Invalid server config | Server skipped with validation error entry | Best-effort per server"},
+}, func(h *H) {
+	file := h.Path("servers.json")
+	h.WriteConfig(file, map[string]Server{
+		"good":      h.Fixture("good", nil),
+		// includeTools must be an array of strings (DRIVER.md: an error,
+		// the server is skipped).
+		"broken-fx": h.Fixture("broken", nil).With("includeTools", "echo"),
+	})
+	h.Start(Setup{ConfigFiles: []driver.ConfigFile{{Path: file, Level: "user"}}})
+	errs := h.Find(Ev(event.ConfigError, "broken-fx"))
+	var evFile, field string
+	if len(errs) > 0 {
+		evFile, _ = errs[0].Get("file")
+		field, _ = errs[0].Get("field")
+	}
+	h.Verify(Events, len(errs) > 0 && field != "" && evFile == file, "a config.error names the file and the field",
+		"%d config.error events, file %q (want %q), field %q", len(errs), evFile, file, field)
+	h.Open("main")
+	h.AwaitJournal("good", "initialized", 1)
+	h.Verify(Journal, len(h.Journal("broken").Launches()) == 0, "the invalid server never ran while its valid sibling connected", "%d launches", len(h.Journal("broken").Launches()))
+	st := h.Status("broken-fx")
+	h.Verify(Response, st.State == "failed", "status lists the invalid server as failed", "state %s", st.State)
+	for _, part := range []struct{ what, text string }{{"the file", file}, {"the server", "broken-fx"}, {"the field", field}} {
+		h.Verify(Response, part.text != "" && strings.Contains(st.Error, part.text), "the status error names "+part.what, "error %q does not contain %q", st.Error, part.text)
+	}
+})
+
+var _ = Spec(Requirement{
 	ID: "SEC-ENV-001", Level: Must, Profile: driver.ProfileSecurity, Area: "environment",
 	Statement: "An implementation MUST give a stdio server only allowlisted variables of its own environment plus the server's env block.",
 	Source:    Source{"reference semantics", "The stdio child gets an allowlisted environment (PATH, HOME, TMPDIR and similar) plus the server's own env block"},

@@ -151,6 +151,10 @@ var teeth = []teethRow{
 		"CORE-PROGRESS-001", nil},
 	{"planned-close-lost", "a call cut off when a restart closes its connection fails with mcp_connection_lost",
 		"SHARED-RESTART-004", nil},
+	{"expand-default-ignored", "${VAR:-default} is expanded like ${VAR}: the default is never used",
+		"SEC-EXPAND-002", nil},
+	{"config-error-unplaced", "the error of an invalid config entry leaves out its file and server",
+		"SEC-DIAG-001", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.

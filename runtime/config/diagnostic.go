@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // Sentinel errors. Diagnostics and the writer's errors wrap them, so callers
@@ -63,14 +65,15 @@ type Diagnostic struct {
 // leaving out the parts that are unknown.
 func (d *Diagnostic) Error() string {
 	var b strings.Builder
-	if d.File != "" {
+	placed := !faultenv.On("config-error-unplaced")
+	if d.File != "" && placed {
 		b.WriteString(d.File)
 		if d.Line > 0 {
 			fmt.Fprintf(&b, ":%d:%d", d.Line, d.Column)
 		}
 		b.WriteString(": ")
 	}
-	if d.Server != "" {
+	if d.Server != "" && placed {
 		fmt.Fprintf(&b, "server %q: ", d.Server)
 	}
 	if d.Field != "" {

@@ -3,6 +3,8 @@ package config
 import (
 	"os"
 	"regexp"
+
+	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
@@ -18,7 +20,7 @@ func Expand(s string, lookup func(string) (string, bool)) string {
 	return varRef.ReplaceAllStringFunc(s, func(ref string) string {
 		m := varRef.FindStringSubmatch(ref)
 		v, ok := lookup(m[1])
-		if m[2] != "" { // has :-default
+		if m[2] != "" && !faultenv.On("expand-default-ignored") { // has :-default
 			if !ok || v == "" {
 				return m[3]
 			}

@@ -77,6 +77,8 @@ const (
 	faultZeroTimeoutDefault = "tool-timeout-zero-default" // "toolTimeout": 0 falls back to the default tool timeout
 	faultProgressIgnored    = "progress-ignored"          // "progress": true is ignored: calls carry no progress token
 	faultPlannedCloseLost   = "planned-close-lost"        // a call cut off by a restart's close fails with mcp_connection_lost
+	faultExpandDefault      = "expand-default-ignored"    // ${VAR:-default} is expanded like ${VAR} (runtime/config)
+	faultConfigErrUnplaced  = "config-error-unplaced"     // a config entry's error leaves out its file and server (runtime/config)
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -95,5 +97,5 @@ func FaultNames() []string {
 		faultEmptyRefreshReplaces, faultReloadStaleConfig, faultEnvInherited, faultProjectURLExpandsEnv,
 		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
 		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal,
-		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost}
+		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced}
 }
