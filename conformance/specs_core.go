@@ -467,6 +467,41 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
+	ID: "CORE-CONNECT-003", Level: Must, Profile: driver.ProfileCore, Area: "connect",
+	Statement: "An implementation MUST fail a server whose handshake outlasts its connect timeout (the server's \"timeout\") when that timeout passes, not before, and report it failed with an error that says the connect timed out.",
+	Source:    Source{"field failure 7", "Request timeout default of 60 s kills long tools unless per-call timeouts are set. Needs: separate connect and call timeouts"},
+	// The virtual clock bounds "not before": the connect timeout's timer
+	// is pending 1 ms before it fires.
+	Needs: []driver.Capability{driver.CapVirtualClock},
+}, func(h *H) {
+	const timeout = 2000
+	hold, _ := h.InitHold("slow") // never released: initialize is never answered
+	h.Start(Setup{Servers: map[string]Server{
+		"slow": h.Fixture("slow", Knobs{"MCP_FIXTURE_INIT_WAIT_FILE": hold}).With("timeout", timeout).With("restart", "never"),
+		"fx":   h.Fixture("fx", nil),
+	}})
+	open := h.OpenAsync("main")
+	h.AwaitJournal("slow", "init-wait", 1)
+	h.AwaitJournal("fx", "initialized", 1)
+	h.Advance(timeout - 1)
+	h.AwaitTimerDue(1, "the connect timeout of server slow")
+	st := h.Status("slow")
+	h.Verify(Response, st.State != "failed", "1 ms before its connect timeout the server has not failed", "state %s, error %q", st.State, st.Error)
+	h.Advance(1)
+	failed := h.Await(Ev(event.ServerFailed, "slow"))
+	open.Report()
+	msg, _ := failed.Get("error")
+	st = h.AwaitStatus("slow", "failed", func(s driver.ServerStatus) bool { return s.State == "failed" })
+	saysTimeout := func(s string) bool {
+		s = strings.ToLower(s)
+		return strings.Contains(s, "timed out") || strings.Contains(s, "timeout")
+	}
+	h.Verify(Events, saysTimeout(msg), "server.failed says the connect timed out", "error %q", msg)
+	h.Verify(Response, saysTimeout(st.Error), "the status error says the connect timed out", "error %q", st.Error)
+	h.Verify(Journal, h.Journal("slow").Count("initialized") == 0, "the server never completed the handshake", "%d initialized", h.Journal("slow").Count("initialized"))
+})
+
+var _ = Spec(Requirement{
 	ID: "CORE-HANDSHAKE-001", Level: Must, Profile: driver.ProfileCore, Area: "connect",
 	Statement: "An implementation MUST report a server that exits during the handshake as failed as soon as it exits, not at the connect timeout.",
 	Source:    Source{"field failure 10", "an immediate exit of the child is not noticed until initialize times out. Needs: exit detection during the handshake"},

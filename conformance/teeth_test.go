@@ -155,6 +155,8 @@ var teeth = []teethRow{
 		"SEC-EXPAND-002", nil},
 	{"config-error-unplaced", "the error of an invalid config entry leaves out its file and server",
 		"SEC-DIAG-001", nil},
+	{"connect-timeout-ignored", "a server's \"timeout\" is ignored: every handshake gets the default connect timeout",
+		"CORE-CONNECT-003", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.

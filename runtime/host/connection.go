@@ -72,10 +72,14 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 		return nil, nil, err
 	}
 
-	cctx, cancel := clock.WithTimeout(ctx, rt.clock, s.cfg.ConnectTimeout(), "connect")
+	connectTimeout := s.cfg.ConnectTimeout()
+	if s.rt.faults.on(faultConnectTimeoutIgnored) {
+		connectTimeout = config.DefaultConnectTimeout // defect: the server's "timeout" is ignored
+	}
+	cctx, cancel := clock.WithTimeout(ctx, rt.clock, connectTimeout, "connect")
 	defer cancel()
 	s.emit(event.ServerConnecting, event.String("transport", transportName), event.Int("attempt", attempt),
-		event.Millis("timeout_ms", max(s.cfg.ConnectTimeout(), 0)))
+		event.Millis("timeout_ms", max(connectTimeout, 0)))
 
 	var p *proc.Process
 	sockets := &socketSet{}

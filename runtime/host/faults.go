@@ -74,11 +74,12 @@ const (
 	faultStrayReplyFatal        = "stray-reply-fatal"         // a reply that matches no request in flight ends the connection
 
 	// Defects that prove requirements added for mutation survivors.
-	faultZeroTimeoutDefault = "tool-timeout-zero-default" // "toolTimeout": 0 falls back to the default tool timeout
-	faultProgressIgnored    = "progress-ignored"          // "progress": true is ignored: calls carry no progress token
-	faultPlannedCloseLost   = "planned-close-lost"        // a call cut off by a restart's close fails with mcp_connection_lost
-	faultExpandDefault      = "expand-default-ignored"    // ${VAR:-default} is expanded like ${VAR} (runtime/config)
-	faultConfigErrUnplaced  = "config-error-unplaced"     // a config entry's error leaves out its file and server (runtime/config)
+	faultZeroTimeoutDefault    = "tool-timeout-zero-default" // "toolTimeout": 0 falls back to the default tool timeout
+	faultProgressIgnored       = "progress-ignored"          // "progress": true is ignored: calls carry no progress token
+	faultPlannedCloseLost      = "planned-close-lost"        // a call cut off by a restart's close fails with mcp_connection_lost
+	faultExpandDefault         = "expand-default-ignored"    // ${VAR:-default} is expanded like ${VAR} (runtime/config)
+	faultConfigErrUnplaced     = "config-error-unplaced"     // a config entry's error leaves out its file and server (runtime/config)
+	faultConnectTimeoutIgnored = "connect-timeout-ignored"   // a server's "timeout" is ignored for the default connect timeout
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -97,5 +98,5 @@ func FaultNames() []string {
 		faultEmptyRefreshReplaces, faultReloadStaleConfig, faultEnvInherited, faultProjectURLExpandsEnv,
 		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
 		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal,
-		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced}
+		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored}
 }
