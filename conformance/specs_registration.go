@@ -104,6 +104,50 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
+	ID: "REG-GRACE-003", Level: Must, Profile: driver.ProfileRegistration, Area: "grace",
+	Statement: "An implementation MUST apply the unregister grace window when it replaces a server itself after a failed health probe: the tools stay registered for options.unregisterGraceMs and are unregistered when the window passes without a reconnect.",
+	Source:    Source{"seed 003", "If graceful=True, delays unregistration to allow for reconnection during transient disconnects (GRACEFUL_UNREGISTER_TIMEOUT = 5.0 s)"},
+	Needs:     []driver.Capability{driver.CapVirtualClock, driver.CapHealthProbe},
+}, func(h *H) {
+	const grace = 20000
+	state := h.StateFile("fx")
+	h.Start(Setup{
+		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_BLOCK_EVENT_LOOP": "1", "MCP_FIXTURE_HANG_MS": "600000", "MCP_FIXTURE_STATE_FILE": state})},
+		Options: &driver.StartOptions{ToolTimeoutMs: Ms(1000), ProbeTimeoutMs: Ms(3000), UnregisterGraceMs: Ms(grace), NoRetryAfterRestart: Bool(true)},
+	})
+	h.Open("main")
+	pid := h.AwaitJournal("fx", "tools-list", 1).PIDs()[0]
+	// The server cannot come back: every later launch fails.
+	h.setState(state, func(s *fixture.State) { s.FailOnStart = true })
+	seq := h.Last()
+	h.Call("main", "mcp_fx_test", map[string]any{"text": "wedge"})
+	h.AwaitJournal("fx", "hang-start", 1)
+	h.Advance(1000)
+	h.Await(Ev(event.ProbeStarted, "fx", "method", "ping"))
+	h.Advance(3000)
+	h.Await(Ev(event.ProbeStarted, "fx", "method", "tools/list"))
+	h.Advance(3000)
+	h.AwaitStopped("fx", pid)
+	sched := h.AwaitAfter(seq, Ev(event.ToolsUnregisterScheduled, "fx"))
+	h.Verify(Response, len(h.ToolNames("main", "fx")) == 9, "the tools stay registered right after the implementation replaced the server", "%d tools", len(h.ToolNames("main", "fx")))
+	// Stopping the wedged process may have taken virtual time (its stop
+	// grace): the window ends grace after tools.unregister_scheduled.
+	left := (sched.At + ms(grace) - h.Now()).Milliseconds()
+	h.Verify(Events, left > 1, "the grace window is still open once the wedged process is stopped", "%d ms left", left)
+	h.Advance(left - 1)
+	h.AwaitTimerDue(1, "the unregister grace window")
+	h.Verify(Response, len(h.ToolNames("main", "fx")) == 9, "they are still registered 1 ms before the window ends", "%d tools", len(h.ToolNames("main", "fx")))
+	h.Advance(1)
+	unreg := h.AwaitAfter(seq, Ev(event.ToolsUnregistered, "fx"))
+	h.Eventually("the tools to be unregistered", func() bool { return len(h.ToolNames("main", "fx")) == 0 })
+	h.VerifyElapsed(Events, "tools.unregistered comes one grace window after tools.unregister_scheduled", unreg.At-sched.At, ms(grace))
+	j := h.AwaitJournalFunc("fx", "a relaunch that failed on start", func(j JournalEntries) bool {
+		return len(j.Where("exit", "reason", "fail-on-start")) >= 1
+	})
+	h.Verify(Journal, j.Count("initialized") == 1, "the server never came back (every relaunch failed)", "%d handshakes", j.Count("initialized"))
+})
+
+var _ = Spec(Requirement{
 	ID: "REG-LISTCHANGED-001", Level: Must, Profile: driver.ProfileRegistration, Area: "list-changed",
 	Statement: "An implementation MUST, on notifications/tools/list_changed, list the server's tools again and update them in every open session.",
 	Source:    Source{"field failure 6", "notifications/tools/list_changed ignored, or the new list only visible on the next turn. Needs: refresh that server's tools promptly, debounce bursts"},

@@ -63,7 +63,7 @@ var teeth = []teethRow{
 	{"no-grace", "tools are unregistered at once when a connection drops",
 		// Calls during the restart backoff then find no tool instead of
 		// getting mcp_restart_failed.
-		"REG-GRACE-001", []string{"REG-GRACE-002", "BOUNDED-GRACE-001", "SHARED-RESTART-002"}},
+		"REG-GRACE-001", []string{"REG-GRACE-002", "REG-GRACE-003", "BOUNDED-GRACE-001", "SHARED-RESTART-002"}},
 	{"no-fail-fast", "calls in flight wait for their timeout after the server died",
 		// A call whose connection broke on a 404 or a 403 waits for its
 		// timeout too.
