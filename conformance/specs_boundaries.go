@@ -216,3 +216,40 @@ var _ = Spec(Requirement{
 	j := h.AwaitJournal("fx", "launch", 2)
 	h.Verify(Journal, len(j.Launches()) == 2, "the implementation replaced the wedged process: the restart, not a failure of the server, ended the bystander", "%d launches", len(j.Launches()))
 })
+
+var _ = Spec(Requirement{
+	ID: "SHARED-RESTART-005", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart",
+	Statement: "An implementation MUST end a call whose tool timeout led to a restart with mcp_restart_failed as soon as the restart's first attempt fails, without waiting for the later attempts of the backoff.",
+	Source:    Source{"seed 001", "Timeout callbacks propagate MCPRestartFailedError / MCPRestartInProgressError through ToolsOrchestrator, so tool logs, accounting, and final reports surface the exact code whenever a restart actually happens"},
+}, func(h *H) {
+	state := h.StateFile("fx")
+	h.Start(Setup{
+		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_BLOCK_EVENT_LOOP": "1", "MCP_FIXTURE_HANG_MS": "600000", "MCP_FIXTURE_STATE_FILE": state})},
+		Options: &driver.StartOptions{ToolTimeoutMs: Ms(1000), ProbeTimeoutMs: Ms(3000)},
+	})
+	h.Open("main")
+	pid := h.AwaitJournal("fx", "tools-list", 1).PIDs()[0]
+	// The server cannot come back: every later launch fails.
+	h.setState(state, func(s *fixture.State) { s.FailOnStart = true })
+	id := h.Call("main", "mcp_fx_test", map[string]any{"text": "wedge"})
+	h.AwaitJournal("fx", "hang-start", 1)
+	h.Advance(1000)
+	h.Await(Ev(event.ProbeStarted, "fx", "method", "ping"))
+	h.Advance(3000)
+	h.Await(Ev(event.ProbeStarted, "fx", "method", "tools/list"))
+	h.Advance(3000)
+	h.AwaitStopped("fx", pid)
+	h.Await(Ev(event.RestartFailed, "fx", "attempt", "1"))
+	next := h.Await(Ev(event.RestartScheduled, "fx", "attempt", "2"))
+	delay, _ := next.Get("delay_ms")
+	// The clock stays before the second attempt: only the first one's
+	// failure can end the call.
+	r := h.Result(id)
+	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeRestartFailed),
+		"the call ends with mcp_restart_failed after the first attempt failed", "error=%v (second attempt due in %s ms)", r.Error, delay)
+	j := h.AwaitJournalFunc("fx", "the first relaunch, failed on start", func(j JournalEntries) bool {
+		return len(j.Where("exit", "reason", "fail-on-start")) == 1
+	})
+	h.Verify(Journal, len(j.Launches()) == 2, "one relaunch ran (and failed) before the call ended", "%d launches", len(j.Launches()))
+	h.Verify(Events, h.Count(Ev(event.RestartAttempt, "fx")) == 1, "no second attempt ran", "%d restart.attempt", h.Count(Ev(event.RestartAttempt, "fx")))
+})

@@ -157,6 +157,8 @@ var teeth = []teethRow{
 		"SEC-DIAG-001", nil},
 	{"connect-timeout-ignored", "a server's \"timeout\" is ignored: every handshake gets the default connect timeout",
 		"CORE-CONNECT-003", nil},
+	{"caller-waits-for-loop", "a call whose timeout led to a restart waits for the whole restart loop instead of its first attempt",
+		"SHARED-RESTART-005", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.

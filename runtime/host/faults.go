@@ -80,6 +80,7 @@ const (
 	faultExpandDefault         = "expand-default-ignored"    // ${VAR:-default} is expanded like ${VAR} (runtime/config)
 	faultConfigErrUnplaced     = "config-error-unplaced"     // a config entry's error leaves out its file and server (runtime/config)
 	faultConnectTimeoutIgnored = "connect-timeout-ignored"   // a server's "timeout" is ignored for the default connect timeout
+	faultCallerWaitsForLoop    = "caller-waits-for-loop"     // a timed-out call waits for the whole restart loop, not its first attempt
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -98,5 +99,5 @@ func FaultNames() []string {
 		faultEmptyRefreshReplaces, faultReloadStaleConfig, faultEnvInherited, faultProjectURLExpandsEnv,
 		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
 		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal,
-		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored}
+		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored, faultCallerWaitsForLoop}
 }

@@ -99,7 +99,6 @@ func (s *server) restartLoop(reason string, old *connection) {
 		s.mu.Lock()
 		s.step++
 		s.attempts++
-		s.attemptOK = err == nil
 		if err == nil {
 			if s.rt.faults.on(faultResetOnSuccess) {
 				s.step = 0
@@ -153,7 +152,9 @@ func (s *server) endLoop() {
 // awaitAttempt waits until more than before restart attempts have finished
 // or the loop stopped, and reports whether the server is connected.
 func (s *server) awaitAttempt(ctx context.Context, before int) (bool, error) {
-	err := s.wait(ctx, func() bool { return s.attempts > before || !s.restarting || s.closed })
+	err := s.wait(ctx, func() bool {
+		return (s.attempts > before && !s.rt.faults.on(faultCallerWaitsForLoop)) || !s.restarting || s.closed
+	})
 	if err != nil {
 		return false, err
 	}

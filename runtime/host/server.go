@@ -49,7 +49,6 @@ type server struct {
 	connecting      bool // an attempt is running
 	restarting      bool // the restart loop is running
 	attempts        int  // restart attempts finished (for waiters)
-	attemptOK       bool // outcome of the last finished attempt
 	step            int  // backoff step; zero after StabilityWindow of uptime
 	stable          clock.Timer
 	grace           clock.Timer
