@@ -1,9 +1,13 @@
 package conformance
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/runtime/config"
@@ -165,7 +169,7 @@ var _ = Spec(Requirement{
 }, func(h *H) {
 	file := h.Path("servers.json")
 	h.WriteConfig(file, map[string]Server{
-		"good":      h.Fixture("good", nil),
+		"good": h.Fixture("good", nil),
 		// includeTools must be an array of strings (DRIVER.md: an error,
 		// the server is skipped).
 		"broken-fx": h.Fixture("broken", nil).With("includeTools", "echo"),
@@ -179,6 +183,17 @@ var _ = Spec(Requirement{
 	}
 	h.Verify(Events, len(errs) > 0 && field != "" && evFile == file, "a config.error names the file and the field",
 		"%d config.error events, file %q (want %q), field %q", len(errs), evFile, file, field)
+	// line and column are 1-based, or 0 when unknown (DRIVER.md); when
+	// known they point at the field's name or at its value.
+	if len(errs) > 0 {
+		line, _ := errs[0].Get("line")
+		col, _ := errs[0].Get("column")
+		data, err := os.ReadFile(file)
+		h.must(err, "reading "+file)
+		at := []string{textPosition(data, `"includeTools"`), textPosition(data, `"echo"`)}
+		got := line + ":" + col
+		h.Verify(Events, got == "0:0" || slices.Contains(at, got), "the config.error's line and column point at the field (or are 0, unknown)", "line:column %s, the field's name is at %s and its value at %s", got, at[0], at[1])
+	}
 	h.Open("main")
 	h.AwaitJournal("good", "initialized", 1)
 	h.Verify(Journal, len(h.Journal("broken").Launches()) == 0, "the invalid server never ran while its valid sibling connected", "%d launches", len(h.Journal("broken").Launches()))
@@ -187,6 +202,30 @@ var _ = Spec(Requirement{
 	for _, part := range []struct{ what, text string }{{"the file", file}, {"the server", "broken-fx"}, {"the field", field}} {
 		h.Verify(Response, part.text != "" && strings.Contains(st.Error, part.text), "the status error names "+part.what, "error %q does not contain %q", st.Error, part.text)
 	}
+})
+
+var _ = Spec(Requirement{
+	ID: "SEC-FORMAT-001", Level: Must, Profile: driver.ProfileSecurity, Area: "config",
+	Statement: "An implementation MUST read config files as DRIVER.md describes them: // and /* */ comments and trailing commas are tolerated, and servers may sit under \"servers\" (VS Code's files) as well as under \"mcpServers\".",
+	Source:    Source{"seed 002", "Reusing the same server name in multiple sources causes precedence shadowing; native .omp/mcp.json, tool-specific config dirs (.vscode/mcp.json keeps servers under \"servers\")"},
+}, func(h *H) {
+	entry := func(key string) string {
+		b, err := json.Marshal(h.Fixture(key, nil))
+		h.must(err, "encoding a server entry")
+		// A trailing comma inside the entry too: {"command": ..., }.
+		return strings.TrimSuffix(string(b), "}") + ", }"
+	}
+	jsonc := h.Path("jsonc.json")
+	h.must(os.WriteFile(jsonc, []byte("{\n  // servers written by hand, as editors allow\n  \"mcpServers\": {\n    /* the first server */\n    \"commented\": "+entry("commented")+", // a comma before }\n  },\n}\n"), 0o644), "writing "+jsonc)
+	vscode := h.Path("vscode.json")
+	h.must(os.WriteFile(vscode, []byte("{\"servers\": {\"vscode\": "+entry("vscode")+"}}\n"), 0o644), "writing "+vscode)
+	h.Start(Setup{ConfigFiles: []driver.ConfigFile{{Path: jsonc, Level: "user"}, {Path: vscode, Level: "user"}}})
+	rep := h.Open("main")
+	for _, key := range []string{"commented", "vscode"} {
+		h.AwaitJournal(key, "tools-list", 1)
+		h.Verify(Journal, contains(rep.Ready, key), "the server "+key+" was read and connected", "ready=%v failed=%v", rep.Ready, rep.Failed)
+	}
+	h.Verify(Events, h.Count(Ev(event.ConfigError, "")) == 0, "no config.error for either file", "%d config.error events", h.Count(Ev(event.ConfigError, "")))
 })
 
 var _ = Spec(Requirement{
@@ -365,3 +404,16 @@ var _ = Spec(Requirement{
 	h.Verify(Response, h.Status("fx").Source.Level == "user", "fx comes from the user-level file", "%+v", h.Status("fx").Source)
 	h.Verify(Events, h.Count(Ev(event.ConfigShadowed, "fx")) == 0, "the dropped definition shadows nothing", "%d config.shadowed", h.Count(Ev(event.ConfigShadowed, "fx")))
 })
+
+// textPosition returns the 1-based "line:column" (the column in
+// characters) where needle first starts in data, or "" when it is absent.
+func textPosition(data []byte, needle string) string {
+	i := bytes.Index(data, []byte(needle))
+	if i < 0 {
+		return ""
+	}
+	prefix := data[:i]
+	line := 1 + bytes.Count(prefix, []byte("\n"))
+	start := bytes.LastIndexByte(prefix, '\n') + 1
+	return fmt.Sprintf("%d:%d", line, 1+utf8.RuneCount(prefix[start:]))
+}

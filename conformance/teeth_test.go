@@ -159,6 +159,8 @@ var teeth = []teethRow{
 		"CORE-CONNECT-003", nil},
 	{"caller-waits-for-loop", "a call whose timeout led to a restart waits for the whole restart loop instead of its first attempt",
 		"SHARED-RESTART-005", nil},
+	{"jsonc-rejected", "a config file with comments or trailing commas is rejected as malformed JSON",
+		"SEC-FORMAT-001", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.

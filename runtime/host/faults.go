@@ -81,6 +81,7 @@ const (
 	faultConfigErrUnplaced     = "config-error-unplaced"     // a config entry's error leaves out its file and server (runtime/config)
 	faultConnectTimeoutIgnored = "connect-timeout-ignored"   // a server's "timeout" is ignored for the default connect timeout
 	faultCallerWaitsForLoop    = "caller-waits-for-loop"     // a timed-out call waits for the whole restart loop, not its first attempt
+	faultJSONCRejected         = "jsonc-rejected"            // config files with comments or trailing commas are malformed JSON (runtime/config)
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -99,5 +100,5 @@ func FaultNames() []string {
 		faultEmptyRefreshReplaces, faultReloadStaleConfig, faultEnvInherited, faultProjectURLExpandsEnv,
 		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
 		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal,
-		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored, faultCallerWaitsForLoop}
+		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored, faultCallerWaitsForLoop, faultJSONCRejected}
 }
