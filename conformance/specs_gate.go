@@ -1,8 +1,12 @@
 package conformance
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mcplife/mcplife/runtime/driver"
@@ -222,6 +226,47 @@ var _ = Spec(Requirement{
 	h.Verify(Events, h.Count(Ev(event.CacheHit, "fx")) == 1, "the rotated secret still hits the cache", "%d cache.hit", h.Count(Ev(event.CacheHit, "fx")))
 	h.Verify(Journal, contains(rep.Deferred, "fx") && h.Journal("fx").Count("initialize") == 1, "the server is deferred on cached tools while still connecting",
 		"deferred=%v initialize=%d", rep.Deferred, h.Journal("fx").Count("initialize"))
+})
+
+var _ = Spec(Requirement{
+	ID: "GATE-CACHE-003", Level: Must, Profile: driver.ProfileStartupGate, Area: "cache",
+	Statement: "An implementation MUST keep hitting the tool cache when a server's entry is rewritten without a change of meaning (another key order, other whitespace, a comment).",
+	Source:    Source{"reference semantics", "configHash is SHA-256 of a canonical (sorted-key) JSON of the unresolved config"},
+	Needs:     []driver.Capability{driver.CapConfigDiscovery},
+}, func(h *H) {
+	warmCache(h)
+	hold, release := h.InitHold("fx")
+	// The entry warmCache used, as a person might rewrite it in a file:
+	// keys in reverse order, one per line, and a comment.
+	srv := slowFixture(h)
+	keys := slices.Sorted(maps.Keys(srv))
+	slices.Reverse(keys)
+	var b strings.Builder
+	b.WriteString("{\n  \"mcpServers\": {\n    // rewritten by hand\n    \"fx\": {\n")
+	for i, k := range keys {
+		v, err := json.Marshal(srv[k])
+		h.must(err, "encoding "+k)
+		b.WriteString(fmt.Sprintf("      %q:   %s", k, v))
+		if i < len(keys)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("    }\n  }\n}\n")
+	file := h.Path("rewritten.json")
+	h.must(os.WriteFile(file, []byte(b.String()), 0o644), "writing "+file)
+	h.Start(Setup{ConfigFiles: []driver.ConfigFile{{Path: file, Level: "user"}}, Env: map[string]string{"FX_WAIT": hold}, Cache: true})
+	open := h.OpenAsync("main")
+	h.Await(Ev(event.GateOpened, ""))
+	h.AwaitJournal("fx", "launch", 2)
+	h.AdvanceToNext()
+	rep := open.Report()
+	h.Verify(Events, h.Count(Ev(event.CacheHit, "fx")) == 1 && h.Count(Ev(event.CacheMiss, "fx")) == 0,
+		"the rewritten entry hits the cache", "%d cache.hit, %d cache.miss", h.Count(Ev(event.CacheHit, "fx")), h.Count(Ev(event.CacheMiss, "fx")))
+	h.Verify(Journal, contains(rep.Deferred, "fx") && h.Journal("fx").Count("initialize") == 1, "the server is deferred on cached tools while still connecting",
+		"deferred=%v initialize=%d", rep.Deferred, h.Journal("fx").Count("initialize"))
+	release()
+	h.AwaitJournal("fx", "tools-list", 2)
 })
 
 // kinds lists the kinds of a journal's entries, for messages.

@@ -161,6 +161,8 @@ var teeth = []teethRow{
 		"SHARED-RESTART-005", nil},
 	{"jsonc-rejected", "a config file with comments or trailing commas is rejected as malformed JSON",
 		"SEC-FORMAT-001", nil},
+	{"hash-raw-text", "the tool cache is keyed on the config entry's text as written: a rewrite without a change of meaning misses",
+		"GATE-CACHE-003", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.
