@@ -229,6 +229,29 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
+	ID: "SEC-FORMAT-002", Level: Must, Profile: driver.ProfileSecurity, Area: "config",
+	Statement: "An implementation MUST report a config file that is not valid JSON (comments and trailing commas aside) with a config.error naming the file, and still load and connect the servers of its other config files.",
+	Source:    Source{"seed 000", "Invalid server config | Server skipped with validation error entry | Best-effort per server"},
+}, func(h *H) {
+	broken := h.Path("broken.json")
+	// Cut off after a comma, with whitespace to the end of the file.
+	h.must(os.WriteFile(broken, []byte("{\"mcpServers\": {\"lost\": {\"command\": \"mcp-fixture\"},  \n  "), 0o644), "writing "+broken)
+	good := h.Path("good.json")
+	h.WriteConfig(good, map[string]Server{"fx": h.Fixture("fx", nil)})
+	h.Start(Setup{ConfigFiles: []driver.ConfigFile{{Path: broken, Level: "user"}, {Path: good, Level: "user"}}})
+	rep := h.Open("main")
+	h.AwaitJournal("fx", "tools-list", 1)
+	h.Verify(Journal, contains(rep.Ready, "fx"), "the other file's server connects", "ready=%v failed=%v", rep.Ready, rep.Failed)
+	var named bool
+	for _, e := range h.Find(Ev(event.ConfigError, "")) {
+		if f, _ := e.Get("file"); f == broken {
+			named = true
+		}
+	}
+	h.Verify(Events, named, "a config.error names the malformed file", "%d config.error events, none with file %q", h.Count(Ev(event.ConfigError, "")), broken)
+})
+
+var _ = Spec(Requirement{
 	ID: "SEC-ENV-001", Level: Must, Profile: driver.ProfileSecurity, Area: "environment",
 	Statement: "An implementation MUST give a stdio server only allowlisted variables of its own environment plus the server's env block.",
 	Source:    Source{"reference semantics", "The stdio child gets an allowlisted environment (PATH, HOME, TMPDIR and similar) plus the server's own env block"},

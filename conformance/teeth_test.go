@@ -163,6 +163,8 @@ var teeth = []teethRow{
 		"SEC-FORMAT-001", nil},
 	{"hash-raw-text", "the tool cache is keyed on the config entry's text as written: a rewrite without a change of meaning misses",
 		"GATE-CACHE-003", nil},
+	{"malformed-file-fatal", "one config file that is not valid JSON ends discovery: no server of any file is loaded",
+		"SEC-FORMAT-002", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.

@@ -119,6 +119,9 @@ func Discover(opts Options) (*Result, error) {
 			continue
 		}
 		es, diags := parseDoc(src.path, data, src.level, src.provider, env, src.first)
+		if faultenv.On("malformed-file-fatal") && len(diags) > 0 && errors.Is(&diags[0], ErrMalformedJSON) {
+			return nil, fmt.Errorf("config: %w", &diags[0]) // defect: one malformed file ends discovery
+		}
 		if src.level == LevelProject && opts.SkipProjectConfig && !faultenv.On("skip-after-precedence") {
 			for _, e := range es {
 				if e.server != nil {

@@ -83,6 +83,7 @@ const (
 	faultCallerWaitsForLoop    = "caller-waits-for-loop"     // a timed-out call waits for the whole restart loop, not its first attempt
 	faultJSONCRejected         = "jsonc-rejected"            // config files with comments or trailing commas are malformed JSON (runtime/config)
 	faultHashRawText           = "hash-raw-text"             // the tool cache is keyed on the config text as written, not its canonical JSON (runtime/config)
+	faultMalformedFileFatal    = "malformed-file-fatal"      // one malformed config file ends discovery for every file (runtime/config)
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -101,5 +102,5 @@ func FaultNames() []string {
 		faultEmptyRefreshReplaces, faultReloadStaleConfig, faultEnvInherited, faultProjectURLExpandsEnv,
 		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
 		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal,
-		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored, faultCallerWaitsForLoop, faultJSONCRejected, faultHashRawText}
+		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored, faultCallerWaitsForLoop, faultJSONCRejected, faultHashRawText, faultMalformedFileFatal}
 }
