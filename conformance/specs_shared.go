@@ -397,6 +397,33 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
+	ID: "SHARED-ACQUIRE-002", Level: Must, Profile: driver.ProfileSharedRestart, Area: "acquire",
+	Statement: "An implementation MUST count each successful acquire of a shared server as one reference, shown as the server's refs in status, until that acquire is released.",
+	Source:    Source{"seed 001", "per-session providers simply acquire the shared handle ... the entry is stored before any ref-counting; Shared entries never auto-shutdown when refCount reaches zero"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
+	refs := func(n int, after string) {
+		ginkgo.GinkgoHelper()
+		st := h.AwaitStatus("fx", fmt.Sprintf("refs %d %s", n, after), func(s driver.ServerStatus) bool { return s.Refs == n })
+		h.Verify(Response, st.Refs == n, fmt.Sprintf("status shows refs %d %s", n, after), "refs %d", st.Refs)
+	}
+	a1 := h.Acquire("fx")
+	r1 := h.AcquireResult(a1)
+	h.Verify(Response, r1.OK, "the first acquire succeeds", "error=%v", r1.Error)
+	h.AwaitJournal("fx", "tools-list", 1)
+	refs(1, "after one acquire")
+	a2 := h.Acquire("fx")
+	r2 := h.AcquireResult(a2)
+	h.Verify(Response, r2.OK, "the second acquire succeeds", "error=%v", r2.Error)
+	refs(2, "after two acquires")
+	ctx, cancel := h.awaitCtx()
+	h.must(h.Client().Release(ctx, a1), "release")
+	cancel()
+	refs(1, "after one release")
+	h.Verify(Journal, len(h.Journal("fx").Launches()) == 1, "both acquires share one process", "%d launches", len(h.Journal("fx").Launches()))
+})
+
+var _ = Spec(Requirement{
 	ID: "SHARED-STABLE-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart",
 	Statement: "An implementation MUST NOT reset a server's restart backoff when a restart succeeds, but only after the server has stayed up for options.stabilityWindowMs.",
 	Source:    Source{"field failure 4", "A server that exits cleanly right after initialize + tools/list was respawned 66,487 times in about 7 minutes. Needs: a crash-loop breaker or a backoff that does not reset on a short-lived success"},

@@ -165,6 +165,8 @@ var teeth = []teethRow{
 		"GATE-CACHE-003", nil},
 	{"malformed-file-fatal", "one config file that is not valid JSON ends discovery: no server of any file is loaded",
 		"SEC-FORMAT-002", nil},
+	{"acquire-not-counted", "a successful acquire holds no reference: status refs stay 0",
+		"SHARED-ACQUIRE-002", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.

@@ -84,6 +84,7 @@ const (
 	faultJSONCRejected         = "jsonc-rejected"            // config files with comments or trailing commas are malformed JSON (runtime/config)
 	faultHashRawText           = "hash-raw-text"             // the tool cache is keyed on the config text as written, not its canonical JSON (runtime/config)
 	faultMalformedFileFatal    = "malformed-file-fatal"      // one malformed config file ends discovery for every file (runtime/config)
+	faultAcquireNotCounted     = "acquire-not-counted"       // a successful acquire holds no reference on the server
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -102,5 +103,5 @@ func FaultNames() []string {
 		faultEmptyRefreshReplaces, faultReloadStaleConfig, faultEnvInherited, faultProjectURLExpandsEnv,
 		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
 		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal,
-		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored, faultCallerWaitsForLoop, faultJSONCRejected, faultHashRawText, faultMalformedFileFatal}
+		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored, faultCallerWaitsForLoop, faultJSONCRejected, faultHashRawText, faultMalformedFileFatal, faultAcquireNotCounted}
 }

@@ -260,6 +260,10 @@ func (rt *Runtime) Acquire(ctx context.Context, name string) (release func(), er
 		release()
 		return nil, lastErr
 	}
+	if rt.faults.on(faultAcquireNotCounted) {
+		release() // defect: the reference is dropped at once
+		return func() {}, nil
+	}
 	return release, nil
 }
 
