@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
@@ -211,6 +212,13 @@ func (h *H) Status(name string) driver.ServerStatus {
 	defer cancel()
 	list, err := h.Client().Status(ctx)
 	h.must(err, "status")
+	names := make([]string, len(list))
+	for i, s := range list {
+		names[i] = s.Name
+	}
+	if !slices.IsSorted(names) {
+		h.fail("status lists its servers out of order (DRIVER.md, status: sorted by name): %q", names)
+	}
 	for _, s := range list {
 		if s.Name == name {
 			return s
