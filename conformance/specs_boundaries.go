@@ -219,7 +219,7 @@ var _ = Spec(Requirement{
 
 var _ = Spec(Requirement{
 	ID: "SHARED-RESTART-005", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart",
-	Statement: "An implementation MUST end a call whose tool timeout led to a restart with mcp_restart_failed as soon as the restart's first attempt fails, without waiting for the later attempts of the backoff.",
+	Statement: "An implementation MUST end a call whose tool timeout led to a restart with mcp_restart_failed, carrying the failed attempt's cause, as soon as the restart's first attempt fails, without waiting for the later attempts of the backoff.",
 	Source:    Source{"seed 001", "Timeout callbacks propagate MCPRestartFailedError / MCPRestartInProgressError through ToolsOrchestrator, so tool logs, accounting, and final reports surface the exact code whenever a restart actually happens"},
 }, func(h *H) {
 	state := h.StateFile("fx")
@@ -247,6 +247,10 @@ var _ = Spec(Requirement{
 	r := h.Result(id)
 	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeRestartFailed),
 		"the call ends with mcp_restart_failed after the first attempt failed", "error=%v (second attempt due in %s ms)", r.Error, delay)
+	// Field failure 15: a failed start must reach the user with the
+	// server's stderr, not only a log file.
+	h.Verify(Response, r.Error != nil && strings.Contains(r.Error.Message, "fail-on-start"),
+		"the error carries the failed attempt's cause (the relaunch's stderr says fail-on-start)", "message %q", pick(r.Error != nil, fmt.Sprint(r.Error), ""))
 	j := h.AwaitJournalFunc("fx", "the first relaunch, failed on start", func(j JournalEntries) bool {
 		return len(j.Where("exit", "reason", "fail-on-start")) == 1
 	})
