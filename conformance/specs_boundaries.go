@@ -153,7 +153,7 @@ var _ = Spec(Requirement{
 	Source:    Source{"seed 001", "Concurrent callers during a restart get mcp_restart_in_progress rather than starting a second restart"},
 }, func(h *H) {
 	h.Start(Setup{
-		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_BLOCK_EVENT_LOOP": "1", "MCP_FIXTURE_HANG_MS": "600000"})},
+		Servers: map[string]Server{"fx": h.wedgedFixture("fx", nil)},
 		Options: &driver.StartOptions{ToolTimeoutMs: Ms(1000), ProbeTimeoutMs: Ms(3000), NoRetryAfterRestart: Bool(true)},
 	})
 	h.Open("main")
@@ -163,13 +163,7 @@ var _ = Spec(Requirement{
 	h.EventuallySeen("both calls started", func() bool { return h.Count(Ev(event.ToolCallStarted, "fx")) == 2 },
 		func() string { return fmt.Sprintf("%d tool.call_started", h.Count(Ev(event.ToolCallStarted, "fx"))) })
 	pid := h.Journal("fx").PIDs()[0]
-	h.Advance(1000)
-	// Let every probe's ping, then tools/list, time out.
-	h.Await(Ev(event.ProbeStarted, "fx", "method", "ping"))
-	h.Advance(3000)
-	h.Await(Ev(event.ProbeStarted, "fx", "method", "tools/list"))
-	h.Advance(3000)
-	h.AwaitStopped("fx", pid)
+	h.failProbe("fx", pid)
 	h.Await(Ev(event.RestartSucceeded, "fx"))
 	for _, id := range []string{c1, c2} {
 		r := h.Result(id)
@@ -190,7 +184,7 @@ var _ = Spec(Requirement{
 	Source:    Source{"seed 001", "Concurrent callers during a restart get mcp_restart_in_progress rather than starting a second restart"},
 }, func(h *H) {
 	h.Start(Setup{
-		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_BLOCK_EVENT_LOOP": "1", "MCP_FIXTURE_HANG_MS": "600000"})},
+		Servers: map[string]Server{"fx": h.wedgedFixture("fx", nil)},
 		Options: &driver.StartOptions{ToolTimeoutMs: Ms(1000), ProbeTimeoutMs: Ms(3000), NoRetryAfterRestart: Bool(true)},
 	})
 	h.Open("main")
@@ -201,12 +195,7 @@ var _ = Spec(Requirement{
 	h.EventuallySeen("both calls started", func() bool { return h.Count(Ev(event.ToolCallStarted, "fx")) == 2 },
 		func() string { return fmt.Sprintf("%d tool.call_started", h.Count(Ev(event.ToolCallStarted, "fx"))) })
 	pid := h.Journal("fx").PIDs()[0]
-	h.Advance(1000)
-	h.Await(Ev(event.ProbeStarted, "fx", "method", "ping"))
-	h.Advance(3000)
-	h.Await(Ev(event.ProbeStarted, "fx", "method", "tools/list"))
-	h.Advance(3000)
-	h.AwaitStopped("fx", pid)
+	h.failProbe("fx", pid)
 	r := h.Result(wedge)
 	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeToolTimeout), "the wedged call fails with mcp_tool_timeout", "error=%v", r.Error)
 	rb := h.Result(bystander)
@@ -224,7 +213,7 @@ var _ = Spec(Requirement{
 }, func(h *H) {
 	state := h.StateFile("fx")
 	h.Start(Setup{
-		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_BLOCK_EVENT_LOOP": "1", "MCP_FIXTURE_HANG_MS": "600000", "MCP_FIXTURE_STATE_FILE": state})},
+		Servers: map[string]Server{"fx": h.wedgedFixture("fx", Knobs{"MCP_FIXTURE_STATE_FILE": state})},
 		Options: &driver.StartOptions{ToolTimeoutMs: Ms(1000), ProbeTimeoutMs: Ms(3000)},
 	})
 	h.Open("main")
@@ -233,12 +222,7 @@ var _ = Spec(Requirement{
 	h.setState(state, func(s *fixture.State) { s.FailOnStart = true })
 	id := h.Call("main", "mcp_fx_test", map[string]any{"text": "wedge"})
 	h.AwaitJournal("fx", "hang-start", 1)
-	h.Advance(1000)
-	h.Await(Ev(event.ProbeStarted, "fx", "method", "ping"))
-	h.Advance(3000)
-	h.Await(Ev(event.ProbeStarted, "fx", "method", "tools/list"))
-	h.Advance(3000)
-	h.AwaitStopped("fx", pid)
+	h.failProbe("fx", pid)
 	h.Await(Ev(event.RestartFailed, "fx", "attempt", "1"))
 	next := h.Await(Ev(event.RestartScheduled, "fx", "attempt", "2"))
 	delay, _ := next.Get("delay_ms")

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"syscall"
 
@@ -17,6 +18,30 @@ import (
 
 // relentlessDelays is seed 001's backoff table, in ms.
 var relentlessDelays = []int64{0, 1000, 2000, 5000, 10000, 30000, 60000}
+
+// wedgedFixture is fixture key whose test tool hangs 600 s with its event
+// loop blocked (MCP_FIXTURE_BLOCK_EVENT_LOOP), so that no health probe gets
+// an answer; extra adds knobs.
+func (h *H) wedgedFixture(key string, extra Knobs) Server {
+	knobs := Knobs{"MCP_FIXTURE_BLOCK_EVENT_LOOP": "1", "MCP_FIXTURE_HANG_MS": "600000"}
+	maps.Copy(knobs, extra)
+	return h.Fixture(key, knobs)
+}
+
+// failProbe lets the tool timeout (1000 ms) of a call on the wedged
+// server key pass, then both health probes time out (ping, then
+// tools/list, 3000 ms each: options toolTimeoutMs 1000 and probeTimeoutMs
+// 3000), and awaits the stop of its process pid. The fixture must block
+// its event loop (MCP_FIXTURE_BLOCK_EVENT_LOOP), so nothing answers.
+func (h *H) failProbe(key string, pid int) {
+	ginkgo.GinkgoHelper()
+	h.Advance(1000)
+	h.Await(Ev(event.ProbeStarted, key, "method", "ping"))
+	h.Advance(3000)
+	h.Await(Ev(event.ProbeStarted, key, "method", "tools/list"))
+	h.Advance(3000)
+	h.AwaitStopped(key, pid)
+}
 
 // setState rewrites a fixture state file, keeping what change leaves alone.
 func (h *H) setState(path string, change func(*fixture.State)) {
