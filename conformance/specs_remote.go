@@ -26,6 +26,27 @@ func (h *H) writeCredentials(path, token string) {
 }
 
 var _ = Spec(Requirement{
+	ID: "REMOTE-CONFIG-001", Level: Must, Profile: driver.ProfileRemote, Area: "config",
+	Statement: "An implementation MUST connect a server configured with a url and no type as a streamable HTTP server, sending the headers of its configuration with every request.",
+	Source:    Source{"seed 002", "transport inferred as server.transport ?? (command ? \"stdio\" : url ? \"http\" : \"stdio\")"},
+}, func(h *H) {
+	// The fixture refuses any request without this bearer token
+	// (journal auth-rejected), so only the configured header gets through.
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_AUTH_TOKENS": "from-the-config"})
+	srv := Server{"url": "http://" + addr + "/mcp", "headers": map[string]string{"Authorization": "Bearer from-the-config"}}
+	h.Start(Setup{Servers: map[string]Server{"fx": srv}})
+	rep := h.Open("main")
+	h.AwaitJournal("fx", "tools-list", 1)
+	h.Verify(Response, contains(rep.Ready, "fx"), "the server with a url and no type connected", "ready=%v failed=%v", rep.Ready, rep.Failed)
+	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "over http"})
+	j := h.AwaitJournal("fx", "call-start", 1)
+	h.Verify(Response, r.Error == nil && strings.Contains(r.Result.Text, "over http"), "a call answers over HTTP", "error=%v text=%q", r.Error, r.Result.Text)
+	h.Verify(Journal, j.Count("auth-rejected") == 0, "every request carried the configured header", "%d auth-rejected", j.Count("auth-rejected"))
+	st := h.Status("fx")
+	h.Verify(Response, st.Transport == "http", "status names the transport http", "transport %q", st.Transport)
+})
+
+var _ = Spec(Requirement{
 	ID: "REMOTE-EXPIRY-001", Level: Must, Profile: driver.ProfileRemote, Area: "session-expiry",
 	Statement: "An implementation MUST, when a remote server answers a tools/call with 404 for the session, re-initialize a new session at once and send the call again on it, so the server runs the call exactly once and no restart is scheduled.",
 	Source:    Source{"issue 14", "on 404 for a known session, re-initialize once and retry the request if it was idempotent (tools/list, ping; a tools/call is retried only when the server never saw it)"},

@@ -252,6 +252,33 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
+	ID: "SEC-URL-001", Level: Must, Profile: driver.ProfileSecurity, Area: "config",
+	Statement: "An implementation MUST reject a remote server whose url is not an absolute http or https URL with a config.error naming the url field, list it in status as failed, and still connect the other servers.",
+	Source:    Source{"seed 000", "Invalid server config | Server skipped with validation error entry | Best-effort per server"},
+}, func(h *H) {
+	file := h.Path("servers.json")
+	h.WriteConfig(file, map[string]Server{
+		"good":     h.Fixture("good", nil),
+		"ftp":      {"type": "http", "url": "ftp://127.0.0.1:9/mcp"},
+		"relative": {"type": "http", "url": "/mcp"},
+	})
+	h.Start(Setup{ConfigFiles: []driver.ConfigFile{{Path: file, Level: "user"}}})
+	rep := h.Open("main")
+	h.AwaitJournal("good", "initialized", 1)
+	h.Verify(Journal, contains(rep.Ready, "good"), "the valid server connects", "ready=%v", rep.Ready)
+	for _, name := range []string{"ftp", "relative"} {
+		var fields []string
+		for _, e := range h.Find(Ev(event.ConfigError, name)) {
+			f, _ := e.Get("field")
+			fields = append(fields, f)
+		}
+		h.Verify(Events, slices.Contains(fields, "url"), "a config.error names the url field of server "+name, "fields %q", fields)
+		st := h.Status(name)
+		h.Verify(Response, st.State == "failed", "status lists server "+name+" as failed", "state %s", st.State)
+	}
+})
+
+var _ = Spec(Requirement{
 	ID: "SEC-ENV-001", Level: Must, Profile: driver.ProfileSecurity, Area: "environment",
 	Statement: "An implementation MUST give a stdio server only allowlisted variables of its own environment plus the server's env block.",
 	Source:    Source{"reference semantics", "The stdio child gets an allowlisted environment (PATH, HOME, TMPDIR and similar) plus the server's own env block"},

@@ -167,6 +167,10 @@ var teeth = []teethRow{
 		"SEC-FORMAT-002", nil},
 	{"acquire-not-counted", "a successful acquire holds no reference: status refs stay 0",
 		"SHARED-ACQUIRE-002", nil},
+	{"url-without-type-stdio", "a server with a url and no type is taken for a stdio server (and rejected for its missing command)",
+		"REMOTE-CONFIG-001", nil},
+	{"url-unchecked", "a remote server's url is not checked at config time: an ftp or relative url is accepted",
+		"SEC-URL-001", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.

@@ -317,7 +317,7 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 		c.fail("url", urlVal.off, "cannot be used together with command (a server is either stdio, with command, or http/sse, with url)")
 	}
 	eff := typ
-	if eff == "" && !hasCmd && hasURL {
+	if eff == "" && !hasCmd && hasURL && !faultenv.On("url-without-type-stdio") {
 		eff = HTTP // as other agents do: a url without a type is a remote server
 	}
 	if eff == "" {
@@ -546,7 +546,7 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 			s.Headers[k] = expandValue("headers."+k, headerAt[k], val, netEnv)
 		}
 	}
-	if hasURL && eff != Stdio {
+	if hasURL && eff != Stdio && !faultenv.On("url-unchecked") {
 		if prob := urlProblem(s.URL, p.noExpand); prob != "" {
 			c.fail("url", urlVal.off, "%s", prob)
 			return nil

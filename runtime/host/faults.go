@@ -85,6 +85,8 @@ const (
 	faultHashRawText           = "hash-raw-text"             // the tool cache is keyed on the config text as written, not its canonical JSON (runtime/config)
 	faultMalformedFileFatal    = "malformed-file-fatal"      // one malformed config file ends discovery for every file (runtime/config)
 	faultAcquireNotCounted     = "acquire-not-counted"       // a successful acquire holds no reference on the server
+	faultURLWithoutTypeStdio   = "url-without-type-stdio"    // a server with a url and no type is taken for stdio (runtime/config)
+	faultURLUnchecked          = "url-unchecked"             // a remote server\'s url is not checked at config time (runtime/config)
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -103,5 +105,6 @@ func FaultNames() []string {
 		faultEmptyRefreshReplaces, faultReloadStaleConfig, faultEnvInherited, faultProjectURLExpandsEnv,
 		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
 		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal,
-		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored, faultCallerWaitsForLoop, faultJSONCRejected, faultHashRawText, faultMalformedFileFatal, faultAcquireNotCounted}
+		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored, faultCallerWaitsForLoop, faultJSONCRejected, faultHashRawText, faultMalformedFileFatal, faultAcquireNotCounted,
+		faultURLWithoutTypeStdio, faultURLUnchecked}
 }
