@@ -279,6 +279,44 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
+	ID: "SEC-EXPAND-003", Level: Must, Profile: driver.ProfileSecurity, Area: "expansion",
+	Statement: "An implementation MUST resolve each env value of a user-level server as seed 002 says: a value starting with ! becomes the trimmed stdout of that shell command, a command that fails drops the value with a config.unresolved naming the field, a value that names a set variable of the environment becomes that variable's value, and any other value stays as written.",
+	Source:    Source{"seed 002", "value starting with ! => execute shell command, use trimmed stdout (cached); otherwise, treat value as environment variable name first (process.env[name]), fallback to literal value; unresolved command/env values are omitted"},
+}, func(h *H) {
+	srv := h.Fixture("fx", Knobs{"MCP_FIXTURE_ECHO_ENV": "X_CMD,X_FAIL,X_NAMED,X_LITERAL"}).WithEnv(map[string]string{
+		"X_CMD":     "!printf '  from a command \\n'",
+		"X_FAIL":    "!exit 3",
+		"X_NAMED":   "CONF_NAMED",
+		"X_LITERAL": "just text",
+	})
+	file := h.Path("servers.json")
+	h.WriteConfig(file, map[string]Server{"fx": srv})
+	h.Start(Setup{
+		ConfigFiles: []driver.ConfigFile{{Path: file, Level: "user"}},
+		Env:         map[string]string{"CONF_NAMED": "the named value"},
+	})
+	h.Open("main")
+	launch := h.AwaitJournal("fx", "initialized", 1).Launches()[0]
+	values, _ := launch.Fields["envValues"].(map[string]any)
+	want := map[string]string{"X_CMD": "from a command", "X_NAMED": "the named value", "X_LITERAL": "just text"}
+	for _, k := range []string{"X_CMD", "X_NAMED", "X_LITERAL"} {
+		got := "unset"
+		if v, ok := values[k]; ok {
+			got = fmt.Sprintf("%q", v)
+		}
+		h.Verify(Journal, got == fmt.Sprintf("%q", want[k]), fmt.Sprintf("%s reached the server as %q", k, want[k]), "%s=%s", k, got)
+	}
+	_, failed := values["X_FAIL"]
+	h.Verify(Journal, !failed, "the value of the failing command was dropped", "X_FAIL=%v", values["X_FAIL"])
+	var fields []string
+	for _, e := range h.Find(Ev(event.ConfigUnresolved, "fx")) {
+		f, _ := e.Get("field")
+		fields = append(fields, f)
+	}
+	h.Verify(Events, slices.Contains(fields, "env.X_FAIL"), "a config.unresolved names env.X_FAIL", "config.unresolved fields %q", fields)
+})
+
+var _ = Spec(Requirement{
 	ID: "SEC-ENV-001", Level: Must, Profile: driver.ProfileSecurity, Area: "environment",
 	Statement: "An implementation MUST give a stdio server only allowlisted variables of its own environment plus the server's env block.",
 	Source:    Source{"reference semantics", "The stdio child gets an allowlisted environment (PATH, HOME, TMPDIR and similar) plus the server's own env block"},

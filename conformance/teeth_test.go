@@ -171,6 +171,8 @@ var teeth = []teethRow{
 		"REMOTE-CONFIG-001", nil},
 	{"url-unchecked", "a remote server's url is not checked at config time: an ftp or relative url is accepted",
 		"SEC-URL-001", nil},
+	{"env-names-literal", "an env value that names a set variable of the environment is passed on as the name",
+		"SEC-EXPAND-003", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.

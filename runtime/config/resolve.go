@@ -119,7 +119,7 @@ func (r *Resolver) Resolve(ctx context.Context, s *Server) (*Resolved, []Diagnos
 			}
 			return out, true
 		}
-		if x, ok := names(v); ok && x != "" {
+		if x, ok := names(v); ok && x != "" && !faultenv.On("env-names-literal") {
 			return x, true
 		}
 		return v, true

@@ -87,6 +87,7 @@ const (
 	faultAcquireNotCounted     = "acquire-not-counted"       // a successful acquire holds no reference on the server
 	faultURLWithoutTypeStdio   = "url-without-type-stdio"    // a server with a url and no type is taken for stdio (runtime/config)
 	faultURLUnchecked          = "url-unchecked"             // a remote server\'s url is not checked at config time (runtime/config)
+	faultEnvNamesLiteral       = "env-names-literal"         // an env value naming a set variable stays literal (runtime/config)
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -106,5 +107,5 @@ func FaultNames() []string {
 		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
 		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal,
 		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored, faultCallerWaitsForLoop, faultJSONCRejected, faultHashRawText, faultMalformedFileFatal, faultAcquireNotCounted,
-		faultURLWithoutTypeStdio, faultURLUnchecked}
+		faultURLWithoutTypeStdio, faultURLUnchecked, faultEnvNamesLiteral}
 }
