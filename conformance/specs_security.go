@@ -206,7 +206,7 @@ var _ = Spec(Requirement{
 
 var _ = Spec(Requirement{
 	ID: "SEC-FORMAT-001", Level: Must, Profile: driver.ProfileSecurity, Area: "config",
-	Statement: "An implementation MUST read config files as DRIVER.md describes them: // and /* */ comments and trailing commas are tolerated, and servers may sit under \"servers\" (VS Code's files) as well as under \"mcpServers\".",
+	Statement: "An implementation MUST read config files as DRIVER.md describes them: // and /* */ comments and trailing commas are tolerated, servers may sit under \"servers\" (VS Code's files) as well as under \"mcpServers\", and a server name is 1-100 characters of [a-zA-Z0-9_.-] (another name is a config.error for the field name).",
 	Source:    Source{"seed 002", "Reusing the same server name in multiple sources causes precedence shadowing; native .omp/mcp.json, tool-specific config dirs (.vscode/mcp.json keeps servers under \"servers\")"},
 }, func(h *H) {
 	entry := func(key string) string {
@@ -216,16 +216,29 @@ var _ = Spec(Requirement{
 		return strings.TrimSuffix(string(b), "}") + ", }"
 	}
 	jsonc := h.Path("jsonc.json")
-	h.must(os.WriteFile(jsonc, []byte("{\n  // servers written by hand, as editors allow\n  \"mcpServers\": {\n    /* the first server */\n    \"commented\": "+entry("commented")+", // a comma before }\n  },\n}\n"), 0o644), "writing "+jsonc)
+	h.must(os.WriteFile(jsonc, []byte("{\n  // servers written by hand, as editors allow\n  \"mcpServers\": {\n    /* the first server */\n    \"commented\": "+entry("commented")+", // a comma before }\n    \"bad name!\": "+entry("badname")+",\n  },\n}\n"), 0o644), "writing "+jsonc)
 	vscode := h.Path("vscode.json")
-	h.must(os.WriteFile(vscode, []byte("{\"servers\": {\"vscode\": "+entry("vscode")+"}}\n"), 0o644), "writing "+vscode)
+	// Every kind of character a name may hold, the boundaries of each range
+	// included.
+	const allowed = "VsCode.AZaz09_-"
+	h.must(os.WriteFile(vscode, []byte("{\"servers\": {\""+allowed+"\": "+entry("vscode")+"}}\n"), 0o644), "writing "+vscode)
 	h.Start(Setup{ConfigFiles: []driver.ConfigFile{{Path: jsonc, Level: "user"}, {Path: vscode, Level: "user"}}})
 	rep := h.Open("main")
-	for _, key := range []string{"commented", "vscode"} {
-		h.AwaitJournal(key, "tools-list", 1)
-		h.Verify(Journal, contains(rep.Ready, key), "the server "+key+" was read and connected", "ready=%v failed=%v", rep.Ready, rep.Failed)
+	for _, sv := range []struct{ key, name string }{{"commented", "commented"}, {"vscode", allowed}} {
+		h.AwaitJournal(sv.key, "tools-list", 1)
+		h.Verify(Journal, contains(rep.Ready, sv.name), "the server "+sv.name+" was read and connected", "ready=%v failed=%v", rep.Ready, rep.Failed)
 	}
-	h.Verify(Events, h.Count(Ev(event.ConfigError, "")) == 0, "no config.error for either file", "%d config.error events", h.Count(Ev(event.ConfigError, "")))
+	var badFields []string
+	for _, e := range h.Find(Ev(event.ConfigError, "")) {
+		f, _ := e.Get("field")
+		if e.Server == "bad name!" {
+			badFields = append(badFields, f)
+		} else {
+			h.Verify(Events, false, "no config.error for the valid servers", "config.error for %q, field %q", e.Server, f)
+		}
+	}
+	h.Verify(Events, slices.Contains(badFields, "name"), "a config.error names the field name of the server \"bad name!\"", "fields %q", badFields)
+	h.Verify(Journal, len(h.Journal("badname").Launches()) == 0, "the server with the invalid name never ran", "%d launches", len(h.Journal("badname").Launches()))
 })
 
 var _ = Spec(Requirement{
