@@ -41,7 +41,7 @@ var teeth = []teethRow{
 	{"no-probe", "every tool timeout restarts the server, without a health probe",
 		// The restart also kills the other calls of the timeout specs.
 		// Two calls timing out together restart it twice.
-		"SHARED-PROBE-001", []string{"SHARED-PROBE-002", "SHARED-PROBE-003", "SHARED-PROBE-004", "CORE-TIMEOUT-001", "CORE-TIMEOUT-002", "SHARED-RESTART-003"}},
+		"SHARED-PROBE-001", []string{"SHARED-PROBE-002", "SHARED-PROBE-003", "SHARED-PROBE-004", "CORE-TIMEOUT-001", "CORE-TIMEOUT-002", "SHARED-RESTART-003", "CORE-TIMEOUT-003", "REG-GRACE-003", "SHARED-RESTART-004", "SHARED-RESTART-005"}},
 	{"give-up-after-3", "the relentless policy gives up after three attempts",
 		"SHARED-RESTART-001", nil},
 	{"reset-on-success", "the backoff returns to its first step after any successful restart",
@@ -49,7 +49,7 @@ var teeth = []teethRow{
 	{"no-single-flight", "every acquire launches its own server",
 		// Sessions no longer share a server, so set_tools in one session
 		// does not change the other's.
-		"SHARED-POOL-002", []string{"SHARED-POOL-001", "SHARED-ACQUIRE-001", "REG-LISTCHANGED-001"}},
+		"SHARED-POOL-002", []string{"SHARED-POOL-001", "SHARED-ACQUIRE-001", "REG-LISTCHANGED-001", "SHARED-ACQUIRE-002"}},
 	{"no-idle-watch", "an exit of the server process is not noticed",
 		// Nothing that recovers from a dead process can work.
 		// A remote connection's end is not handled either: no
@@ -67,9 +67,9 @@ var teeth = []teethRow{
 	{"no-fail-fast", "calls in flight wait for their timeout after the server died",
 		// A call whose connection broke on a 404 or a 403 waits for its
 		// timeout too.
-		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "CORE-HOSTILE-006"}},
+		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "CORE-HOSTILE-006", "SHARED-RESTART-004"}},
 	{"gate-waits-for-all", "the startup gate ignores its timeout",
-		"GATE-TIMING-001", []string{"GATE-TIMING-002", "GATE-DEFERRED-001", "GATE-LATE-001", "GATE-CACHE-001", "GATE-CACHE-002"}},
+		"GATE-TIMING-001", []string{"GATE-TIMING-002", "GATE-DEFERRED-001", "GATE-LATE-001", "GATE-CACHE-001", "GATE-CACHE-002", "GATE-CACHE-003"}},
 	{"abort-probes", "a caller's cancellation runs the health probe",
 		"SHARED-ABORT-001", nil},
 	{"name-cap-off-by-one", "an exposed name of exactly 64 characters is capped too",
@@ -102,12 +102,12 @@ var teeth = []teethRow{
 	{"propertyless-tools-dropped", "a tool whose input schema has no properties is dropped",
 		// The fixture's corrupt and inject tools take no arguments: every
 		// spec that calls them or counts the tools fails.
-		"CORE-CONNECT-001", []string{"CORE-APPROVAL-001", "CORE-CONNECT-002", "CORE-HOSTILE-002", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-NAMING-001", "CORE-NAMING-003", "CORE-NAMING-004", "CORE-SCHEMA-001", "CORE-SESSION-001", "CORE-STATUS-001", "GATE-CACHE-002", "GATE-DEFERRED-001", "GATE-HOLD-001", "GATE-LATE-001", "REG-COLLISION-001", "REG-DISCONNECT-001", "REG-GRACE-001", "REG-GRACE-002", "REG-LISTCHANGED-002", "REG-RELOAD-001", "SEC-INJECT-001", "SEC-SHADOW-001", "BOUNDED-GRACE-001", "BOUNDED-RESTART-002"}},
+		"CORE-CONNECT-001", []string{"CORE-APPROVAL-001", "CORE-CONNECT-002", "CORE-HOSTILE-002", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-NAMING-001", "CORE-NAMING-003", "CORE-NAMING-004", "CORE-SCHEMA-001", "CORE-SESSION-001", "CORE-STATUS-001", "GATE-CACHE-002", "GATE-DEFERRED-001", "GATE-HOLD-001", "GATE-LATE-001", "REG-COLLISION-001", "REG-DISCONNECT-001", "REG-GRACE-001", "REG-GRACE-002", "REG-LISTCHANGED-002", "REG-RELOAD-001", "SEC-INJECT-001", "SEC-SHADOW-001", "BOUNDED-GRACE-001", "BOUNDED-RESTART-002", "REG-GRACE-003"}},
 	{"first-page-only", "tools/list pagination is not followed: only the first page's tools are exposed",
 		"CORE-CONNECT-002", []string{"SEC-ENV-001"}},
 	{"handshake-failure-waits", "an exit during the handshake is not watched: the failure is reported at the connect timeout",
 		// Every spec with a server that fails to start waits for it.
-		"CORE-HANDSHAKE-001", []string{"CORE-SESSION-001", "CORE-STATUS-002", "GATE-FAST-001", "SHARED-ACQUIRE-001", "SHARED-RESTART-001", "SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "BOUNDED-RESTART-002"}},
+		"CORE-HANDSHAKE-001", []string{"CORE-SESSION-001", "CORE-STATUS-002", "GATE-FAST-001", "SHARED-ACQUIRE-001", "SHARED-RESTART-001", "SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "BOUNDED-RESTART-002", "SHARED-RESTART-005"}},
 	{"stdout-unfiltered", "a stdio server's stdout goes unfiltered to the JSON-RPC decoder: a non-JSON line ends the connection",
 		"CORE-HOSTILE-001", []string{"CORE-HOSTILE-002"}},
 	{"no-line-limit", "one stdout line is buffered whatever its length",
@@ -124,7 +124,7 @@ var teeth = []teethRow{
 		"CORE-NAMING-003", nil},
 	{"structured-content-only", "a result's text is taken from structuredContent only, dropping its content blocks",
 		// Every spec that reads a result's text fails.
-		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001"}},
+		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001", "REMOTE-CONFIG-001"}},
 	{"is-error-dropped", "a result's isError flag is dropped: tool errors reach the agent as successes",
 		"CORE-RESULT-002", nil},
 	{"rpc-error-restarts", "a JSON-RPC error of tools/call is taken for a broken server, which is restarted",
@@ -136,11 +136,11 @@ var teeth = []teethRow{
 	{"session-fails-with-server", "one server that fails to start fails the whole session.open",
 		// Every requirement whose session has a server that fails to start
 		// fails at session.open.
-		"CORE-SESSION-001", []string{"BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "CORE-HANDSHAKE-001", "CORE-HOSTILE-003", "CORE-HOSTILE-008", "CORE-STATUS-002", "GATE-FAST-001", "SEC-TRUST-001", "SHARED-RESTART-001", "SHARED-STABLE-001"}},
+		"CORE-SESSION-001", []string{"BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "CORE-HANDSHAKE-001", "CORE-HOSTILE-003", "CORE-HOSTILE-008", "CORE-STATUS-002", "GATE-FAST-001", "SEC-TRUST-001", "SHARED-RESTART-001", "SHARED-STABLE-001", "CORE-CONNECT-003"}},
 	{"status-no-pid", "status leaves out the pid of a connected stdio server",
 		"CORE-STATUS-001", nil},
 	{"no-stderr-tail", "a failed start's error and status leave out the server's stderr",
-		"CORE-STATUS-002", nil},
+		"CORE-STATUS-002", []string{"SHARED-RESTART-005"}},
 	{"signal-pid-only", "stopping a server signals its pid, never its process group",
 		"CORE-TEARDOWN-001", nil},
 	{"no-sigkill", "stopping a server escalates to SIGTERM but never to SIGKILL",
@@ -160,7 +160,7 @@ var teeth = []teethRow{
 	{"caller-waits-for-loop", "a call whose timeout led to a restart waits for the whole restart loop instead of its first attempt",
 		"SHARED-RESTART-005", nil},
 	{"jsonc-rejected", "a config file with comments or trailing commas is rejected as malformed JSON",
-		"SEC-FORMAT-001", nil},
+		"SEC-FORMAT-001", []string{"GATE-CACHE-003"}},
 	{"hash-raw-text", "the tool cache is keyed on the config entry's text as written: a rewrite without a change of meaning misses",
 		"GATE-CACHE-003", nil},
 	{"malformed-file-fatal", "one config file that is not valid JSON ends discovery: no server of any file is loaded",
