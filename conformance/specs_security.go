@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/onsi/ginkgo/v2"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/runtime/config"
@@ -150,16 +153,7 @@ var _ = Spec(Requirement{
 		Env:         map[string]string{"CONF_SET": "alpha", "CONF_EMPTY": ""},
 	})
 	h.Open("main")
-	launch := h.AwaitJournal("fx", "initialized", 1).Launches()[0]
-	values, _ := launch.Fields["envValues"].(map[string]any)
-	want := map[string]string{"X_SET": "alpha", "X_DEFAULT": "fallback", "X_EMPTY": "for-empty", "X_KEPT": "a-alpha-b", "X_UNSET": "${CONF_UNSET}"}
-	for _, k := range []string{"X_SET", "X_DEFAULT", "X_EMPTY", "X_KEPT", "X_UNSET"} {
-		got := "unset"
-		if v, ok := values[k]; ok {
-			got = fmt.Sprintf("%q", v)
-		}
-		h.Verify(Journal, got == fmt.Sprintf("%q", want[k]), fmt.Sprintf("%s reached the server as %q", k, want[k]), "%s=%s", k, got)
-	}
+	h.verifyEnvValues("fx", map[string]string{"X_SET": "alpha", "X_DEFAULT": "fallback", "X_EMPTY": "for-empty", "X_KEPT": "a-alpha-b", "X_UNSET": "${CONF_UNSET}"})
 })
 
 var _ = Spec(Requirement{
@@ -309,16 +303,7 @@ var _ = Spec(Requirement{
 		Env:         map[string]string{"CONF_NAMED": "the named value"},
 	})
 	h.Open("main")
-	launch := h.AwaitJournal("fx", "initialized", 1).Launches()[0]
-	values, _ := launch.Fields["envValues"].(map[string]any)
-	want := map[string]string{"X_CMD": "from a command", "X_NAMED": "the named value", "X_LITERAL": "just text"}
-	for _, k := range []string{"X_CMD", "X_NAMED", "X_LITERAL"} {
-		got := "unset"
-		if v, ok := values[k]; ok {
-			got = fmt.Sprintf("%q", v)
-		}
-		h.Verify(Journal, got == fmt.Sprintf("%q", want[k]), fmt.Sprintf("%s reached the server as %q", k, want[k]), "%s=%s", k, got)
-	}
+	values := h.verifyEnvValues("fx", map[string]string{"X_CMD": "from a command", "X_NAMED": "the named value", "X_LITERAL": "just text"})
 	_, failed := values["X_FAIL"]
 	h.Verify(Journal, !failed, "the value of the failing command was dropped", "X_FAIL=%v", values["X_FAIL"])
 	var fields []string
@@ -517,4 +502,21 @@ func textPosition(data []byte, needle string) string {
 	line := 1 + bytes.Count(prefix, []byte("\n"))
 	start := bytes.LastIndexByte(prefix, '\n') + 1
 	return fmt.Sprintf("%d:%d", line, 1+utf8.RuneCount(prefix[start:]))
+}
+
+// verifyEnvValues awaits server key's handshake and verifies that its
+// first launch got each variable of want with that value (the fixture's
+// MCP_FIXTURE_ECHO_ENV must name them). It returns every value journaled.
+func (h *H) verifyEnvValues(key string, want map[string]string) map[string]any {
+	ginkgo.GinkgoHelper()
+	launch := h.AwaitJournal(key, "initialized", 1).Launches()[0]
+	values, _ := launch.Fields["envValues"].(map[string]any)
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		got := "unset"
+		if v, ok := values[k]; ok {
+			got = fmt.Sprintf("%q", v)
+		}
+		h.Verify(Journal, got == fmt.Sprintf("%q", want[k]), fmt.Sprintf("%s reached the server as %q", k, want[k]), "%s=%s", k, got)
+	}
+	return values
 }
