@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Status is a mutant's outcome in one run.
@@ -49,6 +50,13 @@ func (m Mutant) String() string {
 type Run struct {
 	Mode    string
 	Package string
+	// Files are the package's files the run mutated, when .ci/mutation ran
+	// over some files only (MUTATION_FILES: a result named
+	// MODE-PKG-only-a+b.json); nil when it ran over the whole package.
+	Files []string
+	// Written orders runs of the same mode and package: where two cover
+	// the same mutant, the later one's outcome counts.
+	Written time.Time
 	Status  map[Mutant]Status
 }
 
@@ -64,7 +72,9 @@ type gremlinsReport struct {
 	} `json:"files"`
 }
 
-// ReadDir reads every MODE-PKG.json of dir (PKG with "/" written as "_").
+// ReadDir reads every MODE-PKG.json and MODE-PKG-only-FILES.json of dir
+// (PKG with "/" written as "_", FILES the mutated files' names without
+// ".go", joined by "+").
 func ReadDir(dir string) ([]Run, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
@@ -77,9 +87,15 @@ func ReadDir(dir string) ([]Run, error) {
 		if !ok {
 			continue
 		}
+		pkg, only, subset := strings.Cut(pkg, "-only-")
 		r, err := readRun(p, mode, strings.ReplaceAll(pkg, "_", "/"))
 		if err != nil {
 			return nil, err
+		}
+		if subset {
+			for _, f := range strings.Split(only, "+") {
+				r.Files = append(r.Files, f+".go")
+			}
 		}
 		runs = append(runs, r)
 	}
@@ -94,11 +110,15 @@ func readRun(path, mode, pkg string) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return Run{}, err
+	}
 	var rep gremlinsReport
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return Run{}, fmt.Errorf("%s: %w", path, err)
 	}
-	r := Run{Mode: mode, Package: pkg, Status: map[Mutant]Status{}}
+	r := Run{Mode: mode, Package: pkg, Written: info.ModTime(), Status: map[Mutant]Status{}}
 	for _, f := range rep.Files {
 		for _, m := range f.Mutations {
 			r.Status[Mutant{Package: pkg, File: filepath.Base(f.FileName), Line: m.Line, Column: m.Column, Type: m.Type}] = Status(m.Status)
@@ -136,12 +156,17 @@ type Row struct {
 	// ConformanceSurvivors are the mutants the conformance mode covered
 	// and did not kill.
 	ConformanceSurvivors []Mutant `json:"conformanceSurvivors,omitempty"`
+	// Partial names, for each mode that ran over some of the package's
+	// files only, the files it mutated: its score is of those files.
+	Partial map[string][]string `json:"partial,omitempty"`
 }
 
-// Table computes the rows, one per package, sorted by package.
+// Table computes the rows, one per package, sorted by package. Runs of
+// one mode over parts of a package (MUTATION_FILES) count together as that
+// mode's run; the row's Partial says which files they covered.
 func Table(runs []Run) []Row {
 	byPkg := map[string][]Run{}
-	for _, r := range runs {
+	for _, r := range merge(runs) {
 		byPkg[r.Package] = append(byPkg[r.Package], r)
 	}
 	var rows []Row
@@ -168,6 +193,12 @@ func Table(runs []Run) []Row {
 			}
 			s.Covered = s.Killed + s.Lived
 			row.Modes[r.Mode] = s
+			if r.Files != nil {
+				if row.Partial == nil {
+					row.Partial = map[string][]string{}
+				}
+				row.Partial[r.Mode] = r.Files
+			}
 		}
 		row.Mutants = len(all)
 		for m := range all {
@@ -185,6 +216,44 @@ func Table(runs []Run) []Row {
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// merge folds the runs of one mode over one package into one run, in the
+// order they were written (a later outcome of the same mutant wins). The
+// merged run's Files is the union of the parts' files, or nil when any part
+// covered the whole package.
+func merge(runs []Run) []Run {
+	type key struct{ mode, pkg string }
+	parts := map[key][]Run{}
+	for _, r := range runs {
+		k := key{r.Mode, r.Package}
+		parts[k] = append(parts[k], r)
+	}
+	var out []Run
+	for k, rs := range parts {
+		slices.SortStableFunc(rs, func(a, b Run) int { return a.Written.Compare(b.Written) })
+		m := Run{Mode: k.mode, Package: k.pkg, Status: map[Mutant]Status{}}
+		whole := false
+		files := map[string]bool{}
+		for _, r := range rs {
+			maps.Copy(m.Status, r.Status)
+			m.Written = r.Written
+			if r.Files == nil {
+				whole = true
+			}
+			for _, f := range r.Files {
+				files[f] = true
+			}
+		}
+		if !whole {
+			m.Files = slices.Sorted(maps.Keys(files))
+		}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Run) int {
+		return strings.Compare(a.Package+"\x00"+a.Mode, b.Package+"\x00"+b.Mode)
+	})
+	return out
 }
 
 func sortMutants(ms []Mutant) {
@@ -206,7 +275,11 @@ func Write(w io.Writer, rows []Row, survivors bool) {
 	for _, r := range rows {
 		fmt.Fprintf(w, "%-20s %7d", r.Package, r.Mutants)
 		for _, m := range Modes {
-			fmt.Fprintf(w, " %18s", cell(r.Modes[m], r.Modes[m] != Score{} || hasMode(r, m)))
+			c := cell(r.Modes[m], r.Modes[m] != Score{} || hasMode(r, m))
+			if r.Partial[m] != nil {
+				c += "*"
+			}
+			fmt.Fprintf(w, " %18s", c)
 			t := total.Modes[m]
 			t.Killed += r.Modes[m].Killed
 			t.Lived += r.Modes[m].Lived
@@ -225,6 +298,13 @@ func Write(w io.Writer, rows []Row, survivors bool) {
 	}
 	fmt.Fprintf(w, " %18s\n", cell(total.Whole, true))
 	fmt.Fprintln(w, "cells: killed/covered (percent); covered = killed + lived; a timed-out mutant counts as killed")
+	for _, r := range rows {
+		for _, m := range Modes {
+			if files := r.Partial[m]; files != nil {
+				fmt.Fprintf(w, "* %s %s: only %s\n", r.Package, m, strings.Join(files, " "))
+			}
+		}
+	}
 	if survivors {
 		for _, r := range rows {
 			for _, m := range r.Survivors {

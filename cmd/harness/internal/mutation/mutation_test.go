@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -72,5 +73,63 @@ func TestTableUnionsModes(t *testing.T) {
 func TestReadDirEmpty(t *testing.T) {
 	if _, err := ReadDir(t.TempDir()); err == nil || !strings.Contains(err.Error(), ".ci/mutation") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+func TestTableMergesFileSubsets(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string, at time.Time) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	write("conformance-runtime_host-only-call+probe.json", `{"files":[
+ {"file_name":"call.go","mutations":[{"type":"CONDITIONALS_NEGATION","status":"LIVED","line":10,"column":2}]},
+ {"file_name":"probe.go","mutations":[{"type":"CONDITIONALS_NEGATION","status":"KILLED","line":20,"column":3}]}]}`, t0)
+	// A later run over call.go again: its outcome for 10:2 wins.
+	write("conformance-runtime_host-only-call.json", `{"files":[
+ {"file_name":"call.go","mutations":[{"type":"CONDITIONALS_NEGATION","status":"KILLED","line":10,"column":2}]}]}`, t0.Add(time.Hour))
+	write("conformance-runtime_host-only-server.json", `{"files":[
+ {"file_name":"server.go","mutations":[{"type":"CONDITIONALS_BOUNDARY","status":"LIVED","line":30,"column":4}]}]}`, t0.Add(2*time.Hour))
+	write("unit-runtime_host.json", `{"files":[
+ {"file_name":"call.go","mutations":[{"type":"CONDITIONALS_NEGATION","status":"LIVED","line":10,"column":2}]},
+ {"file_name":"server.go","mutations":[{"type":"CONDITIONALS_BOUNDARY","status":"LIVED","line":30,"column":4}]},
+ {"file_name":"state.go","mutations":[{"type":"CONDITIONALS_BOUNDARY","status":"KILLED","line":5,"column":1}]}]}`, t0)
+	runs, err := ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := Table(runs)
+	if len(rows) != 1 || rows[0].Package != "runtime/host" {
+		t.Fatalf("want one runtime/host row, got %+v", rows)
+	}
+	r := rows[0]
+	if c := r.Modes["conformance"]; c != (Score{Killed: 2, Lived: 1, Covered: 3}) {
+		t.Errorf("conformance %+v, want the three subsets merged, the later call.go run winning", c)
+	}
+	if got := strings.Join(r.Partial["conformance"], " "); got != "call.go probe.go server.go" {
+		t.Errorf("partial conformance files %q", got)
+	}
+	if _, ok := r.Partial["unit"]; ok {
+		t.Errorf("unit ran over the whole package, but Partial has it: %v", r.Partial)
+	}
+	if r.Mutants != 4 || r.Whole != (Score{Killed: 3, Lived: 1, Covered: 4}) {
+		t.Errorf("mutants %d whole %+v", r.Mutants, r.Whole)
+	}
+	var b bytes.Buffer
+	Write(&b, rows, false)
+	for _, want := range []string{"2/3 (66.7%)*", "* runtime/host conformance: only call.go probe.go server.go"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "-only-") {
+		t.Errorf("a subset's file name leaked into the table:\n%s", b.String())
 	}
 }
