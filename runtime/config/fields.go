@@ -34,7 +34,7 @@ func Fields() []FieldInfo {
 		{"type", "string", "`stdio`, or `http` when `url` is given without `command`", "the transport: `stdio` (a child process speaking JSON-RPC on stdin/stdout), `http` (streamable HTTP) or `sse` (the older HTTP+SSE transport)", OnBadError},
 		{"command", "string", "— (required for stdio)", "the program to run; looked up in `PATH`; `${VAR}` expanded", OnBadError},
 		{"args", "array of strings", "`[]`", "its arguments; `${VAR}` expanded", OnBadError},
-		{"env", "object of strings", "`{}`", "variables added to the server's environment (names non-empty, without `=`); `${VAR}` expanded; a value starting with `!` is a shell command whose output is the value (project-level files: only when the workspace is trusted)", OnBadError},
+		{"env", "object of strings", "`{}`", "variables added to the server's environment (names non-empty, without `=`); `${VAR}` expanded; a value starting with `!` is a shell command whose trimmed stdout is the value (project-level files: only when the workspace is trusted); a command that fails or prints nothing leaves the variable unset (config.unresolved, whose error ends with the first line of its stderr, cut at 200 bytes)", OnBadError},
 		{"cwd", "string", "the runtime's working directory", "working directory of the process; `${VAR}` expanded", OnBadError},
 		{"url", "string", "— (required for http and sse)", "absolute `http` or `https` URL of a remote server; not together with `command`; `${VAR}` expanded (project-level files: only from the entry's own `env`)", OnBadError},
 		{"headers", "object of strings", "`{}`", "HTTP headers sent to a remote server; values expanded like `url`, `!cmd` values like `env`", OnBadError},

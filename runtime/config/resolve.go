@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcplife/mcplife/internal/faultenv"
 )
@@ -272,6 +273,22 @@ func (r *Resolver) run(ctx context.Context, command string) (string, error) {
 	return out, err
 }
 
+// maxStderrLine bounds the bytes of a failing command's stderr line that
+// its error carries.
+const maxStderrLine = 200
+
+// cutLine returns line cut to at most n bytes, at a rune boundary, with
+// "..." appended when it was cut.
+func cutLine(line string, n int) string {
+	if len(line) <= n {
+		return line
+	}
+	for n > 0 && !utf8.RuneStart(line[n]) {
+		n--
+	}
+	return line[:n] + "..."
+}
+
 // runShell runs command with `sh -c`; stdin is empty, stdout is returned.
 func runShell(ctx context.Context, command string) (string, error) {
 	cmd := exec.CommandContext(ctx, "sh", "-c", command)
@@ -281,9 +298,7 @@ func runShell(ctx context.Context, command string) (string, error) {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			if line, _, _ := strings.Cut(strings.TrimSpace(string(ee.Stderr)), "\n"); line != "" {
-				if len(line) > 200 {
-					line = line[:200] + "..."
-				}
+				line = cutLine(line, maxStderrLine)
 				err = fmt.Errorf("%w: %s", err, line)
 			}
 		}

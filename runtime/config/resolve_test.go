@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 )
 
 // fakeShell counts calls per command and answers from a table.
@@ -426,5 +428,47 @@ func TestResolveClientSecret(t *testing.T) {
 		if strings.Contains(d.Error(), "s3") {
 			t.Fatalf("a diagnostic carries the secret: %v", d)
 		}
+	}
+}
+
+func TestCutLine(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		n    int
+		want string
+	}{
+		{"short", 200, "short"},
+		{strings.Repeat("a", 200), 200, strings.Repeat("a", 200)},
+		{strings.Repeat("a", 201), 200, strings.Repeat("a", 200) + "..."},
+		// "é" is two bytes: a cut at an odd byte count backs off to the
+		// rune's start instead of splitting it.
+		{strings.Repeat("é", 101), 201, strings.Repeat("é", 100) + "..."},
+		{strings.Repeat("é", 101), 200, strings.Repeat("é", 100) + "..."},
+	} {
+		got := cutLine(c.line, c.n)
+		if got != c.want {
+			t.Errorf("cutLine(%d bytes, %d) = %q, want %q", len(c.line), c.n, got, c.want)
+		}
+		if !utf8.ValidString(got) {
+			t.Errorf("cutLine(%d bytes, %d) is not valid UTF-8: %q", len(c.line), c.n, got)
+		}
+	}
+}
+
+func TestRunShellErrorCarriesStderrLine(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh on PATH:", err)
+	}
+	long := strings.Repeat("é", 150) // 300 bytes
+	_, err := runShell(context.Background(), "echo '"+long+"' >&2; echo second >&2; exit 3")
+	if err == nil {
+		t.Fatal("a command that exits 3 resolved")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "exit status 3") || !strings.Contains(msg, strings.Repeat("é", 100)+"...") {
+		t.Errorf("error %q: want the exit status and the first stderr line cut at 200 bytes", msg)
+	}
+	if strings.Contains(msg, "second") || !utf8.ValidString(msg) {
+		t.Errorf("error %q: want only the first line, valid UTF-8", msg)
 	}
 }
