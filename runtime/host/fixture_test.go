@@ -458,3 +458,32 @@ func TestFixtureStderrLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestFixtureMaxMessageBytes: a server's maxMessageBytes bounds what that
+// server may write on stdout, while another server keeps the runtime's
+// default.
+func TestFixtureMaxMessageBytes(t *testing.T) {
+	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
+		return map[string]json.RawMessage{
+			"small":   e.fixtureServer("small", nil, `"maxMessageBytes": 8192, "restart": "never"`),
+			"default": e.fixtureServer("default", nil, `"restart": "never"`),
+		}
+	}, Options{})
+	sess, err := e.rt.OpenSession(t.Context(), SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"bytes": 20000}
+	res, err := sess.CallTool(t.Context(), "mcp_default_big", args)
+	if err != nil || res.IsError {
+		t.Fatalf("20 kB answer under the default limit = %+v, %v", res, err)
+	}
+	res, err = sess.CallTool(t.Context(), "mcp_small_big", args)
+	if !errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("20 kB answer over the server's 8 KiB limit = %+v, %v; want the connection lost", res, err)
+	}
+	e.await(event.Matcher{Kind: event.TransportOversized, Server: "small", Attrs: map[string]string{"limit": "8192", "json": "true"}})
+	if n := e.count("default", "launch"); n != 1 {
+		t.Errorf("the default server was launched %d times", n)
+	}
+}

@@ -168,3 +168,59 @@ func openedServer(t *testing.T, env *memEnv, name string) (*server, *connection)
 	defer s.mu.Unlock()
 	return s, s.conn
 }
+
+// TestToolLimitBoundaries: each tool limit holds exactly at its value: a
+// server with exactly MaxTools tools, a name of exactly MaxToolNameBytes
+// bytes and a schema exactly MaxSchemaDepth deep keeps every tool and emits
+// no tools.limited; one more of each is over the limit.
+func TestToolLimitBoundaries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMemRuntime(t, map[string]string{"exact": "", "over": ""}, Options{MaxTools: 4})
+		// objectChain nests depth levels of objects and arrays: the top
+		// object and its properties map, then array schemas chained by
+		// items, then an empty schema.
+		objectChain := func(depth int) json.RawMessage {
+			k := depth - 3
+			return json.RawMessage(`{"type":"object","properties":{"a":` + strings.Repeat(`{"type":"array","items":`, k) + `{}` + strings.Repeat("}", k) + `}}`)
+		}
+		if depthExceeds(mustDecode(t, objectChain(DefaultMaxSchemaDepth)), DefaultMaxSchemaDepth) ||
+			!depthExceeds(mustDecode(t, objectChain(DefaultMaxSchemaDepth+1)), DefaultMaxSchemaDepth) {
+			t.Fatal("objectChain does not nest as documented")
+		}
+		flat := json.RawMessage(`{"type":"object"}`)
+		tools := func(nameBytes, depth int) func(*mcp.Server) {
+			return func(srv *mcp.Server) {
+				srv.AddTool(&mcp.Tool{Name: "t1", InputSchema: flat}, nil)
+				srv.AddTool(&mcp.Tool{Name: "t2", InputSchema: flat}, nil)
+				srv.AddTool(&mcp.Tool{Name: strings.Repeat("n", nameBytes), InputSchema: flat}, nil)
+				srv.AddTool(&mcp.Tool{Name: "deep", InputSchema: objectChain(depth)}, nil)
+			}
+		}
+		env.servers["exact"].tools = tools(DefaultMaxToolNameBytes, DefaultMaxSchemaDepth)
+		env.servers["over"].tools = func(srv *mcp.Server) {
+			tools(DefaultMaxToolNameBytes+1, DefaultMaxSchemaDepth+1)(srv)
+			srv.AddTool(&mcp.Tool{Name: "t5", InputSchema: flat}, nil)
+		}
+		if _, err := env.rt.OpenSession(t.Context(), SessionOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		env.await(t, event.Matcher{Kind: event.ToolsRegistered, Server: "exact", Attrs: map[string]string{"tools": "4"}})
+		// tools.limited comes before tools.registered: none came.
+		if n := env.count(event.ToolsLimited, "exact"); n != 0 {
+			t.Errorf("a server exactly at every limit got %d tools.limited:\n%s", n, env.trace())
+		}
+		env.await(t, event.Matcher{Kind: event.ToolsLimited, Server: "over", Attrs: map[string]string{"reason": "too-many", "tools": "5", "limit": "4"}})
+		env.await(t, event.Matcher{Kind: event.ToolsLimited, Server: "over", Attrs: map[string]string{"reason": "name-too-long", "tools": "1"}})
+		env.await(t, event.Matcher{Kind: event.ToolsLimited, Server: "over", Attrs: map[string]string{"reason": "schema-too-deep", "tools": "1", "sample": "deep"}})
+		env.await(t, event.Matcher{Kind: event.ToolsRegistered, Server: "over", Attrs: map[string]string{"tools": "2"}})
+	})
+}
+
+func mustDecode(t *testing.T, raw json.RawMessage) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
