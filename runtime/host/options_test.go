@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/proc"
 )
 
 func TestConnectConcurrencyCap(t *testing.T) {
@@ -143,4 +144,80 @@ func TestPrivateServerClosesWithSession(t *testing.T) {
 			t.Fatalf("the other session lost tools: %d", n)
 		}
 	})
+}
+
+// TestOptionsDefaults: the zero Options get every documented default, a
+// value that is set is kept, and the options whose doc gives a negative
+// value a meaning keep it.
+func TestOptionsDefaults(t *testing.T) {
+	z := Options{}.withDefaults()
+	type check struct {
+		name      string
+		got, want any
+	}
+	checks := []check{
+		{"EventLimit", z.EventLimit, DefaultEventLimit},
+		{"ConnectConcurrency", z.ConnectConcurrency, DefaultConnectConcurrency},
+		{"StartupGate", z.StartupGate, DefaultStartupGate},
+		{"ProtocolVersion", z.ProtocolVersion, DefaultProtocolVersion},
+		{"ToolTimeout", z.ToolTimeout, DefaultToolTimeout},
+		{"ProbeTimeout", z.ProbeTimeout, DefaultProbeTimeout},
+		{"UnregisterGrace", z.UnregisterGrace, DefaultUnregisterGrace},
+		{"StabilityWindow", z.StabilityWindow, DefaultStabilityWindow},
+		{"AcquireTimeout", z.AcquireTimeout, DefaultAcquireTimeout},
+		{"ListChangedDebounce", z.ListChangedDebounce, DefaultListChangedDebounce},
+		{"MaxResultChars", z.MaxResultChars, DefaultMaxResultChars},
+		{"MaxMessageBytes", z.MaxMessageBytes, DefaultMaxMessageBytes},
+		{"StderrLimit", z.StderrLimit, proc.DefaultStderrLimit},
+		{"MaxTools", z.MaxTools, DefaultMaxTools},
+		{"MaxToolNameBytes", z.MaxToolNameBytes, DefaultMaxToolNameBytes},
+		{"MaxSchemaDepth", z.MaxSchemaDepth, DefaultMaxSchemaDepth},
+		{"OAuthRedirectURL", z.OAuthRedirectURL, DefaultOAuthRedirectURL},
+		{"ClientName", z.ClientName, "mcplife"},
+		{"IdleTimeout", z.IdleTimeout, time.Duration(0)}, // zero keeps servers running
+	}
+	set := Options{
+		EventLimit: 7, ConnectConcurrency: 3, StartupGate: time.Second, ProtocolVersion: "2025-06-18",
+		ToolTimeout: time.Minute, ProbeTimeout: 2 * time.Second, UnregisterGrace: time.Second,
+		StabilityWindow: time.Hour, AcquireTimeout: 9 * time.Second, ListChangedDebounce: time.Millisecond,
+		MaxResultChars: 11, MaxMessageBytes: 4096, StderrLimit: 512, MaxTools: 5, MaxToolNameBytes: 6,
+		MaxSchemaDepth: 4, OAuthRedirectURL: "http://127.0.0.1:1/cb", ClientName: "other",
+	}
+	s := set.withDefaults()
+	checks = append(checks,
+		check{"set EventLimit", s.EventLimit, 7},
+		check{"set ConnectConcurrency", s.ConnectConcurrency, 3},
+		check{"set StartupGate", s.StartupGate, time.Second},
+		check{"set ProtocolVersion", s.ProtocolVersion, "2025-06-18"},
+		check{"set ToolTimeout", s.ToolTimeout, time.Minute},
+		check{"set ProbeTimeout", s.ProbeTimeout, 2 * time.Second},
+		check{"set UnregisterGrace", s.UnregisterGrace, time.Second},
+		check{"set StabilityWindow", s.StabilityWindow, time.Hour},
+		check{"set AcquireTimeout", s.AcquireTimeout, 9 * time.Second},
+		check{"set ListChangedDebounce", s.ListChangedDebounce, time.Millisecond},
+		check{"set MaxResultChars", s.MaxResultChars, 11},
+		check{"set MaxMessageBytes", s.MaxMessageBytes, 4096},
+		check{"set StderrLimit", s.StderrLimit, 512},
+		check{"set MaxTools", s.MaxTools, 5},
+		check{"set MaxToolNameBytes", s.MaxToolNameBytes, 6},
+		check{"set MaxSchemaDepth", s.MaxSchemaDepth, 4},
+		check{"set OAuthRedirectURL", s.OAuthRedirectURL, "http://127.0.0.1:1/cb"},
+		check{"set ClientName", s.ClientName, "other"},
+	)
+	// Negative values with a documented meaning are kept: keep every event,
+	// close the startup gate at once, no stdout limit.
+	n := Options{EventLimit: -1, StartupGate: -1, MaxMessageBytes: -1}.withDefaults()
+	checks = append(checks,
+		check{"negative EventLimit", n.EventLimit, -1},
+		check{"negative StartupGate", n.StartupGate, time.Duration(-1)},
+		check{"negative MaxMessageBytes", n.MaxMessageBytes, -1},
+	)
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if z.Clock == nil || z.Logger == nil || z.Events == nil {
+		t.Errorf("zero Options left Clock %v, Logger %v or Events %v nil", z.Clock, z.Logger, z.Events)
+	}
 }
