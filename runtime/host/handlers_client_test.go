@@ -33,8 +33,11 @@ func clientServer(rootsChanged func()) *mcp.Server {
 		if tok == nil {
 			return text("no token"), nil
 		}
+		// Values that only shortest-form formatting renders exactly
+		// ("0.25", "12.5", "250"; one significant digit would give
+		// "0.2", "1e+01", "2e+02").
 		for i, msg := range []string{"half", strings.Repeat("x", 500)} {
-			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: 2, Message: msg}); err != nil {
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: []float64{0.25, 12.5}[i], Total: 250, Message: msg}); err != nil {
 				return nil, err
 			}
 		}
@@ -151,10 +154,10 @@ func TestProgressPerServer(t *testing.T) {
 			t.Fatalf("enabled server: %+v, %v", res, err)
 		}
 		if _, err := rt.Events().Await(ctx, 0, event.Matcher{Kind: event.ToolProgress, Server: "on",
-			Attrs: map[string]string{"call": "c1", "tool": "mcp_on_progress", "progress": "1", "total": "2", "text": "half"}}); err != nil {
+			Attrs: map[string]string{"call": "c1", "tool": "mcp_on_progress", "progress": "0.25", "total": "250", "text": "half"}}); err != nil {
 			t.Fatal(err)
 		}
-		e, err := rt.Events().Await(ctx, 0, event.Matcher{Kind: event.ToolProgress, Server: "on", Attrs: map[string]string{"progress": "2"}})
+		e, err := rt.Events().Await(ctx, 0, event.Matcher{Kind: event.ToolProgress, Server: "on", Attrs: map[string]string{"progress": "12.5", "total": "250"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +166,7 @@ func TestProgressPerServer(t *testing.T) {
 		}
 		synctest.Wait()
 		mu.Lock()
-		if len(updates) != 2 || updates[0].Call != "c1" || updates[0].Message != "half" || updates[1].Progress != 2 || updates[1].Total != 2 {
+		if len(updates) != 2 || updates[0].Call != "c1" || updates[0].Message != "half" || updates[1].Progress != 12.5 || updates[1].Total != 250 {
 			t.Errorf("progress callback got %+v", updates)
 		}
 		mu.Unlock()
@@ -367,4 +370,47 @@ func statusOf(rt *Runtime, name string) ServerStatus {
 		return ServerStatus{}
 	}
 	return all[i]
+}
+
+// TestResourceListLimit: resources and prompts are listed up to MaxTools
+// entries; a list of exactly MaxTools is whole (truncated false), one more
+// is cut to MaxTools (truncated true). A server that enables resources
+// only has no prompts to ask for.
+func TestResourceListLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		rt, ms := newClientRuntime(t, map[string]string{
+			"on":  `{"command":"mem","resources":true}`,
+			"all": `{"command":"mem","resources":true,"prompts":true}`,
+		}, func(o *Options) { o.MaxTools = 2 })
+		if _, err := rt.OpenSession(ctx, SessionOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// clientServer has exactly two resources.
+		if _, err := rt.Events().Await(ctx, 0, event.Matcher{Kind: event.ResourcesListed, Server: "on", Attrs: map[string]string{"resources": "2", "truncated": "false"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rt.Prompts("on"); err == nil || !strings.Contains(err.Error(), `"prompts": true`) {
+			t.Errorf("Prompts of a server with resources only: %v", err)
+		}
+		if _, err := rt.Events().Await(ctx, 0, event.Matcher{Kind: event.PromptsListed, Server: "all", Attrs: map[string]string{"prompts": "1"}}); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := rt.Prompts("all"); err != nil || len(p) != 1 {
+			t.Errorf("Prompts of a server with both = %v, %v", p, err)
+		}
+		ms.mu.Lock()
+		srv := ms.servers["on"]
+		ms.mu.Unlock()
+		srv.AddResource(&mcp.Resource{URI: "file:///c", Name: "c"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
+		if _, err := rt.Events().Await(ctx, 0, event.Matcher{Kind: event.ResourcesListed, Server: "on", Attrs: map[string]string{"resources": "2", "truncated": "true"}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := rt.Resources("on")
+		if err != nil || len(res) != 2 || res[0].URI != "file:///a" || res[1].URI != "file:///b" {
+			t.Errorf("Resources over the limit = %v, %v; want the first two", res, err)
+		}
+	})
 }
