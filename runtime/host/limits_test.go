@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/mcplife/mcplife/runtime/clock/clocktest"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/proc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -223,4 +224,46 @@ func mustDecode(t *testing.T, raw json.RawMessage) any {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestListChangedMaxDelay: notifications postpone a debounce window's
+// refresh only while the window is younger than ListChangedMaxDelayFactor
+// periods. With the default 100 ms period and a notification every 50 ms
+// of the fake clock, the window opened at 0 is re-armed up to 950 ms; the
+// notification at exactly 1,000 ms may not postpone it, so the refresh
+// comes at 1,050 ms and none comes before (each instant is checked once
+// every goroutine of the bubble is idle).
+func TestListChangedMaxDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := clocktest.New()
+		env := newMemRuntime(t, map[string]string{"a": ""}, Options{Clock: fake})
+		s, c := openedServer(t, env, "a")
+		start := env.rt.Events().Last()
+		refreshes := func() int {
+			n := 0
+			for _, e := range env.rt.Events().Events() {
+				if e.Seq > start && e.Kind == event.ToolsRegistered && e.Server == "a" {
+					n++
+				}
+			}
+			return n
+		}
+		const step = DefaultListChangedDebounce / 2
+		s.toolsChanged(c) // opens the window at 0
+		for i := 1; i <= 2*ListChangedMaxDelayFactor; i++ {
+			fake.Advance(step)
+			synctest.Wait()
+			if n := refreshes(); n != 0 {
+				t.Fatalf("a refresh came %v into a window that was still being postponed:\n%s", fake.Elapsed(), env.trace())
+			}
+			s.toolsChanged(c)
+		}
+		// The last notification came at exactly 10 periods: the refresh
+		// stays at 10.5 periods.
+		fake.Advance(step)
+		synctest.Wait()
+		if n := refreshes(); n != 1 {
+			t.Fatalf("%d refreshes by %v, want 1:\n%s", n, fake.Elapsed(), env.trace())
+		}
+	})
 }
