@@ -22,5 +22,5 @@ func (h *H) AwaitGone(pid int) bool {
 // Kill sends sig to pid, as something outside the implementation would.
 func (h *H) Kill(pid int, sig syscall.Signal) {
 	ginkgo.GinkgoHelper()
-	h.must(syscall.Kill(pid, sig), "kill")
+	h.must(proctest.Kill(pid, sig), "kill")
 }

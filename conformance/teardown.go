@@ -59,7 +59,7 @@ func (h *H) checkProcessesGone() []string {
 			cancel()
 			if err != nil {
 				errs = append(errs, fmt.Sprintf("process: server %s: pid %d is still running after the driver shut down", key, pid))
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				_ = proctest.Kill(pid, syscall.SIGKILL)
 			}
 		}
 	}

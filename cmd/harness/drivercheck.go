@@ -18,6 +18,7 @@ import (
 	"github.com/mcplife/mcplife/conformance"
 	"github.com/mcplife/mcplife/runtime/driver"
 	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/proctest"
 )
 
 // DefaultCheckTimeout bounds, in real time, each step of driver-check after
@@ -446,7 +447,7 @@ func (k *checker) shutdown(pids []int) {
 	}
 	for _, pid := range pids {
 		if !processGoneWithin(ctx, pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_ = proctest.Kill(pid, syscall.SIGKILL)
 			st.Status = "fail"
 			k.problem(name, "server process %d was still running after the driver exited (killed it): stop every stdio server, and its process group, at shutdown", pid)
 		}

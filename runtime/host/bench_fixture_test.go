@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/proctest"
 	"github.com/mcplife/mcplife/runtime/toolcache"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -149,7 +150,9 @@ func BenchmarkExitToRelaunch(b *testing.B) {
 		last := rt.Events().Last()
 		b.StartTimer()
 		start := time.Now()
-		syscall.Kill(pid, syscall.SIGKILL)
+		if err := proctest.Kill(pid, syscall.SIGKILL); err != nil {
+			b.Fatal(err)
+		}
 		if _, err := rt.Events().Await(context.Background(), last, event.Matcher{Kind: event.ProcessStarted}); err != nil {
 			b.Fatal(err)
 		}

@@ -425,7 +425,9 @@ func TestFixtureInFlightCallFailsFastOnKill(t *testing.T) {
 	sess, _ := e.rt.OpenSession(t.Context(), SessionOptions{})
 	out := e.callAsync(sess, "mcp_fx_sleep", map[string]any{"ms": 600000})
 	e.awaitJournal("fx", "call-start", 1)
-	syscall.Kill(e.rt.Status()[0].PID, syscall.SIGKILL)
+	if err := proctest.Kill(e.rt.Status()[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	o := <-out
 	if !errors.Is(o.err, ErrConnectionLost) || !strings.HasPrefix(strings.TrimSpace(strings.SplitN(o.res.Text, "\n", 2)[1]), "MCP error:") {
 		t.Fatalf("call = %+v, %v", o.res, o.err)

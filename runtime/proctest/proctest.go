@@ -8,6 +8,7 @@ package proctest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,6 +41,21 @@ func Main(m *testing.M, opts ...goleak.Option) {
 	}
 	reapZombies()
 	os.Exit(code)
+}
+
+// ErrNotAProcess is Kill's error for a pid that names no single process.
+var ErrNotAProcess = errors.New("not a single process")
+
+// Kill sends sig to the process pid. A pid of 0 or less would signal a
+// process group, or every process the user may signal (kill(2)), so Kill
+// refuses it: a status, event or journal that reports such a pid (a broken
+// implementation, or a mutant of the runtime) must fail a check, not kill
+// the test's own process group.
+func Kill(pid int, sig syscall.Signal) error {
+	if pid <= 0 {
+		return fmt.Errorf("signal %v to pid %d: %w", sig, pid, ErrNotAProcess)
+	}
+	return syscall.Kill(pid, sig)
 }
 
 // Alive reports whether pid is a running process (not gone, not a zombie).

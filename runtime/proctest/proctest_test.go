@@ -1,6 +1,7 @@
 package proctest
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -32,5 +33,30 @@ func TestOrphanIsSeen(t *testing.T) {
 	syscall.Wait4(pid, &ws, 0, nil)
 	if Alive(pid) {
 		t.Fatalf("orphan %d still alive after kill", pid)
+	}
+}
+
+// TestKillRefusesGroups: Kill never signals a process group or every
+// process (pid 0 or less); for them it returns ErrNotAProcess, having sent
+// nothing (the test process, in the group pid 0 names, lives on).
+func TestKillRefusesGroups(t *testing.T) {
+	for _, pid := range []int{0, -1, -os.Getpid()} {
+		err := Kill(pid, syscall.SIGKILL)
+		if !errors.Is(err, ErrNotAProcess) {
+			t.Errorf("Kill(%d) = %v, want ErrNotAProcess", pid, err)
+		}
+	}
+	out, err := exec.Command("sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err := Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("Kill(%d) of a single process: %v", pid, err)
+	}
+	var ws syscall.WaitStatus
+	syscall.Wait4(pid, &ws, 0, nil)
+	if Alive(pid) {
+		t.Fatalf("process %d still alive after Kill", pid)
 	}
 }
