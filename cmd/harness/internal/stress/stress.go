@@ -332,12 +332,19 @@ func (r *Report) WriteTable(w io.Writer, all bool) {
 	for _, run := range r.BrokenRuns() {
 		fmt.Fprintf(w, "run %d produced no report: %s\n%s\n", run.Run, run.Error, indent(run.Output))
 	}
-	failures := 0
+	failures, ran := 0, 0
 	for _, row := range r.Rows {
 		failures += row.Failures
+		if row.Runs > row.Skipped {
+			ran++
+		}
 	}
-	fmt.Fprintf(w, "stress: %d runs of %d checks (GOMAXPROCS=%d, %d burners, %.1fs): %d failures in %d checks, %d runs without a report\n",
-		len(r.Runs), len(r.Rows), r.GOMAXPROCS, r.Burners, r.Wall.Seconds(), failures, len(r.Flaky()), len(r.BrokenRuns()))
+	skipped := ""
+	if n := len(r.Rows) - ran; n > 0 {
+		skipped = fmt.Sprintf(", %d skipped in every run", n)
+	}
+	fmt.Fprintf(w, "stress: %d runs of %d checks%s (GOMAXPROCS=%d, %d burners, %.1fs): %d failures in %d checks, %d runs without a report\n",
+		len(r.Runs), ran, skipped, r.GOMAXPROCS, r.Burners, r.Wall.Seconds(), failures, len(r.Flaky()), len(r.BrokenRuns()))
 }
 
 // WriteJSON writes the report as indented JSON.
