@@ -256,6 +256,37 @@ func merge(runs []Run) []Run {
 	return out
 }
 
+// DropCompletePartials clears the partial mark of every mode whose runs
+// together mutated every non-test Go file of the package, as found under
+// root (the module's directory; a package that is not there keeps its
+// marks).
+func DropCompletePartials(rows []Row, root string) {
+	for i := range rows {
+		r := &rows[i]
+		if len(r.Partial) == 0 {
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(r.Package)))
+		if err != nil {
+			continue
+		}
+		var files []string
+		for _, e := range entries {
+			if n := e.Name(); !e.IsDir() && strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") {
+				files = append(files, n)
+			}
+		}
+		for mode, covered := range r.Partial {
+			if len(files) > 0 && !slices.ContainsFunc(files, func(f string) bool { return !slices.Contains(covered, f) }) {
+				delete(r.Partial, mode)
+			}
+		}
+		if len(r.Partial) == 0 {
+			r.Partial = nil
+		}
+	}
+}
+
 func sortMutants(ms []Mutant) {
 	slices.SortFunc(ms, func(a, b Mutant) int { return strings.Compare(a.String(), b.String()) })
 }

@@ -133,3 +133,30 @@ func TestTableMergesFileSubsets(t *testing.T) {
 		t.Errorf("a subset's file name leaked into the table:\n%s", b.String())
 	}
 }
+
+func TestDropCompletePartials(t *testing.T) {
+	root := t.TempDir()
+	pkg := filepath.Join(root, "runtime", "host")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"call.go", "probe.go", "call_test.go"} {
+		if err := os.WriteFile(filepath.Join(pkg, f), []byte("package host\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := []Row{
+		{Package: "runtime/host", Partial: map[string][]string{"unit": {"call.go", "probe.go"}, "conformance": {"call.go"}}},
+		{Package: "runtime/gone", Partial: map[string][]string{"unit": {"a.go"}}},
+	}
+	DropCompletePartials(rows, root)
+	if _, ok := rows[0].Partial["unit"]; ok {
+		t.Errorf("unit covered every file of runtime/host but is still partial: %v", rows[0].Partial)
+	}
+	if got := rows[0].Partial["conformance"]; len(got) != 1 {
+		t.Errorf("conformance covered call.go only but lost its mark: %v", rows[0].Partial)
+	}
+	if _, ok := rows[1].Partial["unit"]; !ok {
+		t.Errorf("a package not found under root lost its mark: %v", rows[1].Partial)
+	}
+}
