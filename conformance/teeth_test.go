@@ -173,6 +173,12 @@ var teeth = []teethRow{
 		"SEC-URL-001", nil},
 	{"env-names-literal", "an env value that names a set variable of the environment is passed on as the name",
 		"SEC-EXPAND-003", nil},
+	{"sampling-for-all", "sampling is offered to every server, whatever its \"sampling\" setting",
+		"CORE-SAMPLING-001", nil},
+	{"roots-for-all", "the roots capability is offered to every server, whatever its \"roots\" setting",
+		"CORE-ROOTS-001", nil},
+	{"lists-ignored", "\"resources\" and \"prompts\" are never listed after connect",
+		"CORE-LISTS-001", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
 		// Every session with a server that fails to start waits for a gate
 		// timeout that the virtual clock of those specs never reaches.

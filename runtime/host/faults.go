@@ -88,6 +88,9 @@ const (
 	faultURLWithoutTypeStdio   = "url-without-type-stdio"    // a server with a url and no type is taken for stdio (runtime/config)
 	faultURLUnchecked          = "url-unchecked"             // a remote server\'s url is not checked at config time (runtime/config)
 	faultEnvNamesLiteral       = "env-names-literal"         // an env value naming a set variable stays literal (runtime/config)
+	faultSamplingForAll        = "sampling-for-all"          // sampling is offered to every server, whatever its "sampling"
+	faultRootsForAll           = "roots-for-all"             // the roots capability is offered to every server, whatever its "roots"
+	faultListsIgnored          = "lists-ignored"             // "resources" and "prompts" are never listed after connect
 )
 
 // FaultNames lists the defects a mcplife_faults build can inject.
@@ -107,5 +110,6 @@ func FaultNames() []string {
 		faultInjectionBlocks, faultShadowLastWins, faultSkipAfterPrecedence, faultUntrustedCommands, faultTrustIgnored,
 		faultErrorsUnwrapped, faultMarkersKept, faultRemoteInitFinal, faultStrayReplyFatal,
 		faultZeroTimeoutDefault, faultProgressIgnored, faultPlannedCloseLost, faultExpandDefault, faultConfigErrUnplaced, faultConnectTimeoutIgnored, faultCallerWaitsForLoop, faultJSONCRejected, faultHashRawText, faultMalformedFileFatal, faultAcquireNotCounted,
-		faultURLWithoutTypeStdio, faultURLUnchecked, faultEnvNamesLiteral}
+		faultURLWithoutTypeStdio, faultURLUnchecked, faultEnvNamesLiteral,
+		faultSamplingForAll, faultRootsForAll, faultListsIgnored}
 }

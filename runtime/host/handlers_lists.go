@@ -94,6 +94,9 @@ type listState struct {
 // listAll lists what c's server enabled, after connect: each listing runs
 // on its own so a slow one delays nothing else.
 func (s *server) listAll(c *connection) {
+	if s.rt.faults.on(faultListsIgnored) {
+		return
+	}
 	if s.cfg.Resources {
 		s.rt.goRun(func() { s.refreshList(c, listResources) })
 	}

@@ -1,0 +1,135 @@
+package conformance
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/event"
+)
+
+// Requirements about the host-side handlers a server may use (issue 14):
+// sampling, roots, and the listing of resources and prompts, each off unless
+// the server's config entry enables it, as the host-handlers capability
+// describes (DRIVER.md). CORE-PROGRESS-001 (specs_core.go) covers progress.
+// The fixture's host tools (MCP_FIXTURE_HOST_TOOLS) make the server side of
+// each request and journal what it got.
+
+const handlersSource = "issue 14"
+
+// offered reports whether the client offered capability name (elicitation,
+// roots, sampling) in server key's last initialize, with that entry.
+func (h *H) offered(key, name string) (bool, map[string]any) {
+	init := h.AwaitJournal(key, "initialize", 1).Last("initialize")
+	return slices.Contains(strings.Split(init.Str("capabilities"), ","), name), init.Fields
+}
+
+// hostTools are the fixture knobs of a server with the host tools.
+func hostTools(extra Knobs) Knobs {
+	k := Knobs{"MCP_FIXTURE_HOST_TOOLS": "1"}
+	for name, v := range extra {
+		k[name] = v
+	}
+	return k
+}
+
+var _ = Spec(Requirement{
+	ID: "CORE-SAMPLING-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers",
+	Statement: "An implementation MUST answer a server's sampling/createMessage through the host's sampling handler when the server's configuration says \"sampling\": true (the driver's model answers `echo: <text>`, sampling.answered), and MUST NOT offer sampling to a server without the setting: its request fails and nothing answers it.",
+	Source:    Source{handlersSource, "sampling through a pluggable callback, off by default and enabled per server"},
+	Needs:     []driver.Capability{driver.CapHostHandlers},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{
+		"fx":  h.Fixture("fx", hostTools(nil)).With("sampling", true),
+		"off": h.Fixture("off", hostTools(nil)),
+	}})
+	h.Open("main")
+	on, init := h.offered("fx", "sampling")
+	h.Verify(Journal, on, "the server with the setting was offered sampling in initialize", "initialize %v", init)
+	on, init = h.offered("off", "sampling")
+	h.Verify(Journal, !on, "the server without the setting was not offered sampling", "initialize %v", init)
+	r := h.CallNow("main", "mcp_fx_sample", map[string]any{"text": "hello"})
+	h.Verify(Response, r.Error == nil && !r.Result.IsError && strings.Contains(r.Result.Text, "echo: hello"),
+		"the sampling server's call answers with the host's completion", "error=%v isError=%v text=%q", r.Error, r.Result.IsError, r.Result.Text)
+	got := h.AwaitJournal("fx", "sampling", 1).Last("sampling")
+	h.Verify(Journal, got.Str("outcome") == "ok" && got.Str("model") == "mcplife-driver",
+		"the server got the completion of model mcplife-driver", "sampling %v", got.Fields)
+	h.Await(Ev(event.SamplingAnswered, "fx", "outcome", "ok"))
+
+	r2 := h.CallNow("main", "mcp_off_sample", map[string]any{"text": "hello"})
+	h.Verify(Response, r2.Error == nil && r2.Result.IsError && strings.Contains(r2.Result.Text, "sampling failed"),
+		"the call of the server without the setting ends in a tool error", "error=%v isError=%v text=%q", r2.Error, r2.Result.IsError, r2.Result.Text)
+	refused := h.AwaitJournal("off", "sampling", 1).Last("sampling")
+	h.Verify(Journal, refused.Str("outcome") == "error", "the server without the setting got no completion", "sampling %v", refused.Fields)
+	// Bound: the call's answer came after the server's request failed.
+	h.Verify(Events, h.Count(Ev(event.SamplingAnswered, "off", "outcome", "ok")) == 0,
+		"no sampling.answered with outcome ok names the server without the setting", "%d", h.Count(Ev(event.SamplingAnswered, "off", "outcome", "ok")))
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-ROOTS-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers",
+	Statement: "An implementation MUST advertise the roots of a server's \"roots\" configuration and answer its roots/list with them (roots.listed); a server without roots MUST NOT be offered the roots capability: its roots/list fails.",
+	Source:    Source{handlersSource, "roots, off by default and enabled per server"},
+	Needs:     []driver.Capability{driver.CapHostHandlers},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{
+		"fx":  h.Fixture("fx", hostTools(nil)).With("roots", []string{"/srv/data", "file:///opt/shared"}),
+		"off": h.Fixture("off", hostTools(nil)),
+	}})
+	h.Open("main")
+	on, init := h.offered("fx", "roots")
+	h.Verify(Journal, on, "the server with roots was offered the roots capability in initialize", "initialize %v", init)
+	on, init = h.offered("off", "roots")
+	h.Verify(Journal, !on, "the server without roots was not offered the roots capability", "initialize %v", init)
+	r := h.CallNow("main", "mcp_fx_roots", map[string]any{})
+	h.Verify(Response, r.Error == nil && !r.Result.IsError, "the roots call of the server with roots answers", "error=%v text=%q", r.Error, r.Result.Text)
+	got := h.AwaitJournal("fx", "roots", 1).Last("roots")
+	uris := strings.Split(got.Str("uris"), ",")
+	slices.Sort(uris)
+	h.Verify(Journal, got.Int("count") == 2 && slices.Equal(uris, []string{"file:///opt/shared", "file:///srv/data"}),
+		"the server got its two roots as file URIs", "roots %v", got.Fields)
+	h.Await(Ev(event.RootsListed, "fx", "roots", "2"))
+
+	r2 := h.CallNow("main", "mcp_off_roots", map[string]any{})
+	h.Verify(Response, r2.Error == nil && r2.Result.IsError && strings.Contains(r2.Result.Text, "roots failed"),
+		"the roots call of the server without roots ends in a tool error", "error=%v isError=%v text=%q", r2.Error, r2.Result.IsError, r2.Result.Text)
+	refused := h.AwaitJournal("off", "roots", 1).Last("roots")
+	h.Verify(Journal, refused.Str("error") != "", "the server without roots had its roots/list refused", "roots %v", refused.Fields)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-LISTS-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers",
+	Statement: "An implementation MUST list the resources and prompts of a server whose configuration says \"resources\": true and \"prompts\": true after connect (resources.listed, prompts.listed) and again after their list_changed, and MUST NOT list them for a server without the settings.",
+	Source:    Source{handlersSource, "resources and prompts listing, off by default and enabled per server"},
+	Needs:     []driver.Capability{driver.CapHostHandlers},
+}, func(h *H) {
+	listing := hostTools(Knobs{"MCP_FIXTURE_RESOURCES": "2", "MCP_FIXTURE_PROMPTS": "1"})
+	h.Start(Setup{Servers: map[string]Server{
+		"fx":  h.Fixture("fx", listing).With("resources", true).With("prompts", true),
+		"off": h.Fixture("off", listing),
+	}})
+	h.Open("main")
+	h.Await(Ev(event.ResourcesListed, "fx", "resources", "2", "error", ""))
+	h.Await(Ev(event.PromptsListed, "fx", "prompts", "1", "error", ""))
+	r := h.CallNow("main", "mcp_fx_add_listing", map[string]any{"resources": []string{"extra"}, "prompts": []string{"extra"}})
+	h.Verify(Response, r.Error == nil && !r.Result.IsError, "the call that adds a resource and a prompt answers", "error=%v text=%q", r.Error, r.Result.Text)
+	h.Await(Ev(event.ResourcesChanged, "fx"))
+	h.Await(Ev(event.PromptsChanged, "fx"))
+	if h.Virtual() {
+		// The refreshes wait for the list_changed debounce on the clock.
+		if p := h.Pending(); len(p) > 0 {
+			h.Advance(max(p[0].Milliseconds(), 1))
+		}
+	}
+	h.Await(Ev(event.ResourcesListed, "fx", "resources", "3"))
+	h.Await(Ev(event.PromptsListed, "fx", "prompts", "2"))
+
+	// Bound: the other server's own list_changed came and was answered
+	// (its call returned) after its connect, so a listing it got would be
+	// recorded by now.
+	r2 := h.CallNow("main", "mcp_off_add_listing", map[string]any{"resources": []string{"extra"}})
+	h.Verify(Response, r2.Error == nil, "the other server's call answers", "error=%v", r2.Error)
+	h.Verify(Events, h.Count(Ev(event.ResourcesListed, "off")) == 0 && h.Count(Ev(event.PromptsListed, "off")) == 0,
+		"the server without the settings was never listed", "%d resources.listed, %d prompts.listed",
+		h.Count(Ev(event.ResourcesListed, "off")), h.Count(Ev(event.PromptsListed, "off")))
+})
