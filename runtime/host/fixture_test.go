@@ -484,6 +484,10 @@ func TestFixtureMaxMessageBytes(t *testing.T) {
 	if !errors.Is(err, ErrConnectionLost) {
 		t.Fatalf("20 kB answer over the server's 8 KiB limit = %+v, %v; want the connection lost", res, err)
 	}
+	// The error says why (the stdout guard's cause, not go-sdk's EOF).
+	if !strings.Contains(err.Error(), "exceeds the limit of 8192 bytes") {
+		t.Errorf("error %q does not say the message exceeded the server's limit", err)
+	}
 	e.await(event.Matcher{Kind: event.TransportOversized, Server: "small", Attrs: map[string]string{"limit": "8192", "json": "true"}})
 	if n := e.count("default", "launch"); n != 1 {
 		t.Errorf("the default server was launched %d times", n)
