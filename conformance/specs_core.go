@@ -397,17 +397,20 @@ var _ = Spec(Requirement{
 		"off": h.Fixture("off", host),
 	}})
 	h.Open("main")
-	id := h.Call("main", "mcp_fx_progress", map[string]any{"steps": 3})
+	// Twelve steps: the values are reported as the server sent them
+	// (DRIVER.md, tool.progress), "12" and not a rounded "1e+01".
+	const steps = 12
+	id := h.Call("main", "mcp_fx_progress", map[string]any{"steps": steps})
 	r := h.Result(id)
 	h.Verify(Response, r.Error == nil && !r.Result.IsError, "the progress call answers", "error=%v isError=%v", r.Error, r.Result.IsError)
 	sent := h.AwaitJournal("fx", "progress-sent", 1).Last("progress-sent")
-	h.Verify(Journal, sent.Bool("token") && sent.Int("steps") == 3, "the call carried a progress token and the server sent 3 notifications", "progress-sent %v", sent.Fields)
-	for i := 1; i <= 3; i++ {
-		e := h.Await(Ev(event.ToolProgress, "fx", "tool", "mcp_fx_progress", "progress", fmt.Sprint(i), "total", "3"))
+	h.Verify(Journal, sent.Bool("token") && sent.Int("steps") == steps, "the call carried a progress token and the server sent 12 notifications", "progress-sent %v", sent.Fields)
+	for i := 1; i <= steps; i++ {
+		e := h.Await(Ev(event.ToolProgress, "fx", "tool", "mcp_fx_progress", "progress", fmt.Sprint(i), "total", fmt.Sprint(steps)))
 		// The call is the harness's callId where the implementation can
 		// carry it (DRIVER.md, tool.progress), else its own.
 		call, _ := e.Get("call")
-		h.Verify(Events, call != "", fmt.Sprintf("tool.progress %d of 3 names the call", i), "call %q (the harness's id was %q)", call, id)
+		h.Verify(Events, call != "", fmt.Sprintf("tool.progress %d of %d names the call", i, steps), "call %q (the harness's id was %q)", call, id)
 	}
 	r2 := h.CallNow("main", "mcp_off_progress", map[string]any{"steps": 3})
 	h.Verify(Response, r2.Error == nil, "the call to the server without the setting answers", "error=%v", r2.Error)
