@@ -240,4 +240,11 @@ var _ = Spec(Requirement{
 	})
 	h.Verify(Journal, len(j.Launches()) == 2, "one relaunch ran (and failed) before the call ended", "%d launches", len(j.Launches()))
 	h.Verify(Events, h.Count(Ev(event.RestartAttempt, "fx")) == 1, "no second attempt ran", "%d restart.attempt", h.Count(Ev(event.RestartAttempt, "fx")))
+	// The call's own event says the same (DRIVER.md: tool.call_finished's
+	// code carries the runtime code of a failed call).
+	fin := h.Await(Ev(event.ToolCallFinished, "fx", "tool", "mcp_fx_test"))
+	outcome, _ := fin.Get("outcome")
+	code, _ := fin.Get("code")
+	h.Verify(Events, outcome == "error" && code == string(driver.OutcomeRestartFailed),
+		"tool.call_finished of the call says outcome error, code mcp_restart_failed", "outcome %q code %q", outcome, code)
 })
