@@ -219,7 +219,8 @@ func Table(runs []Run) []Row {
 }
 
 // merge folds the runs of one mode over one package into one run, in the
-// order they were written (a later outcome of the same mutant wins). The
+// order they were written: a later run replaces the earlier outcomes of
+// every file it covers. The
 // merged run's Files is the union of the parts' files, or nil when any part
 // covered the whole package.
 func merge(runs []Run) []Run {
@@ -236,6 +237,13 @@ func merge(runs []Run) []Run {
 		whole := false
 		files := map[string]bool{}
 		for _, r := range rs {
+			// A later run replaces what earlier ones said about the files
+			// it covers (lines may have moved between the runs).
+			for mu := range m.Status {
+				if r.Files == nil || slices.Contains(r.Files, mu.File) {
+					delete(m.Status, mu)
+				}
+			}
 			maps.Copy(m.Status, r.Status)
 			m.Written = r.Written
 			if r.Files == nil {

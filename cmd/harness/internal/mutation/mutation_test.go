@@ -90,9 +90,10 @@ func TestTableMergesFileSubsets(t *testing.T) {
 	}
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	write("conformance-runtime_host-only-call+probe.json", `{"files":[
- {"file_name":"call.go","mutations":[{"type":"CONDITIONALS_NEGATION","status":"LIVED","line":10,"column":2}]},
+ {"file_name":"call.go","mutations":[{"type":"CONDITIONALS_NEGATION","status":"LIVED","line":10,"column":2},{"type":"CONDITIONALS_BOUNDARY","status":"LIVED","line":12,"column":5}]},
  {"file_name":"probe.go","mutations":[{"type":"CONDITIONALS_NEGATION","status":"KILLED","line":20,"column":3}]}]}`, t0)
-	// A later run over call.go again: its outcome for 10:2 wins.
+	// A later run over call.go again: its outcome for 10:2 wins, and a
+	// mutant the earlier run saw at 12:5 (its line moved since) is gone.
 	write("conformance-runtime_host-only-call.json", `{"files":[
  {"file_name":"call.go","mutations":[{"type":"CONDITIONALS_NEGATION","status":"KILLED","line":10,"column":2}]}]}`, t0.Add(time.Hour))
 	write("conformance-runtime_host-only-server.json", `{"files":[
