@@ -226,6 +226,9 @@ var _ = Spec(Requirement{
 	h.Await(Ev(event.RestartFailed, "fx", "attempt", "1"))
 	next := h.Await(Ev(event.RestartScheduled, "fx", "attempt", "2"))
 	delay, _ := next.Get("delay_ms")
+	// Between the attempts the server is restarting (DRIVER.md, status).
+	st := h.Status("fx")
+	h.Verify(Response, st.State == "restarting", "status says restarting while the second attempt waits", "state %q", st.State)
 	// The clock stays before the second attempt: only the first one's
 	// failure can end the call.
 	r := h.Result(id)
