@@ -1,8 +1,11 @@
 package conformance
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/onsi/ginkgo/v2"
 
 	"github.com/mcplife/mcplife/runtime/driver"
 	"github.com/mcplife/mcplife/runtime/event"
@@ -24,6 +27,22 @@ func (h *H) offered(key, name string) (bool, map[string]any) {
 	return slices.Contains(strings.Split(init.Str("capabilities"), ","), name), init.Fields
 }
 
+// startOffered starts "fx", whose config sets key to value, and "off"
+// without it, both with the host tools, opens session main, and checks
+// that initialize offered capability to fx only.
+func (h *H) startOffered(key string, value any, capability string) {
+	ginkgo.GinkgoHelper()
+	h.Start(Setup{Servers: map[string]Server{
+		"fx":  h.Fixture("fx", hostTools(nil)).With(key, value),
+		"off": h.Fixture("off", hostTools(nil)),
+	}})
+	h.Open("main")
+	on, init := h.offered("fx", capability)
+	h.Verify(Journal, on, fmt.Sprintf("the server with %q was offered %s in initialize", key, capability), "initialize %v", init)
+	on, init = h.offered("off", capability)
+	h.Verify(Journal, !on, fmt.Sprintf("the server without %q was not offered %s", key, capability), "initialize %v", init)
+}
+
 // hostTools are the fixture knobs of a server with the host tools.
 func hostTools(extra Knobs) Knobs {
 	k := Knobs{"MCP_FIXTURE_HOST_TOOLS": "1"}
@@ -39,15 +58,7 @@ var _ = Spec(Requirement{
 	Source:    Source{handlersSource, "sampling through a pluggable callback, off by default and enabled per server"},
 	Needs:     []driver.Capability{driver.CapHostHandlers},
 }, func(h *H) {
-	h.Start(Setup{Servers: map[string]Server{
-		"fx":  h.Fixture("fx", hostTools(nil)).With("sampling", true),
-		"off": h.Fixture("off", hostTools(nil)),
-	}})
-	h.Open("main")
-	on, init := h.offered("fx", "sampling")
-	h.Verify(Journal, on, "the server with the setting was offered sampling in initialize", "initialize %v", init)
-	on, init = h.offered("off", "sampling")
-	h.Verify(Journal, !on, "the server without the setting was not offered sampling", "initialize %v", init)
+	h.startOffered("sampling", true, "sampling")
 	r := h.CallNow("main", "mcp_fx_sample", map[string]any{"text": "hello"})
 	h.Verify(Response, r.Error == nil && !r.Result.IsError && strings.Contains(r.Result.Text, "echo: hello"),
 		"the sampling server's call answers with the host's completion", "error=%v isError=%v text=%q", r.Error, r.Result.IsError, r.Result.Text)
@@ -72,15 +83,7 @@ var _ = Spec(Requirement{
 	Source:    Source{handlersSource, "roots, off by default and enabled per server"},
 	Needs:     []driver.Capability{driver.CapHostHandlers},
 }, func(h *H) {
-	h.Start(Setup{Servers: map[string]Server{
-		"fx":  h.Fixture("fx", hostTools(nil)).With("roots", []string{"/srv/data", "file:///opt/shared"}),
-		"off": h.Fixture("off", hostTools(nil)),
-	}})
-	h.Open("main")
-	on, init := h.offered("fx", "roots")
-	h.Verify(Journal, on, "the server with roots was offered the roots capability in initialize", "initialize %v", init)
-	on, init = h.offered("off", "roots")
-	h.Verify(Journal, !on, "the server without roots was not offered the roots capability", "initialize %v", init)
+	h.startOffered("roots", []string{"/srv/data", "file:///opt/shared"}, "roots")
 	r := h.CallNow("main", "mcp_fx_roots", map[string]any{})
 	h.Verify(Response, r.Error == nil && !r.Result.IsError, "the roots call of the server with roots answers", "error=%v text=%q", r.Error, r.Result.Text)
 	got := h.AwaitJournal("fx", "roots", 1).Last("roots")
