@@ -7,6 +7,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/runtime/driver"
 	"github.com/mcplife/mcplife/runtime/event"
 )
@@ -43,6 +44,17 @@ func (h *H) startOffered(key string, value any, capability string) {
 	h.Verify(Journal, !on, fmt.Sprintf("the server without %q was not offered %s", key, capability), "initialize %v", init)
 }
 
+// callRefused calls tool of session main, which must end in a tool error
+// whose text contains failure (the server's request to the host was
+// refused), and returns the last entry of kind in server "off"'s journal.
+func (h *H) callRefused(tool string, args map[string]any, failure, kind string) fixture.Entry {
+	ginkgo.GinkgoHelper()
+	r := h.CallNow("main", tool, args)
+	h.Verify(Response, r.Error == nil && r.Result.IsError && strings.Contains(r.Result.Text, failure),
+		"the call of the server without the setting ends in a tool error", "error=%v isError=%v text=%q", r.Error, r.Result.IsError, r.Result.Text)
+	return h.AwaitJournal("off", kind, 1).Last(kind)
+}
+
 // hostTools are the fixture knobs of a server with the host tools.
 func hostTools(extra Knobs) Knobs {
 	k := Knobs{"MCP_FIXTURE_HOST_TOOLS": "1"}
@@ -67,10 +79,7 @@ var _ = Spec(Requirement{
 		"the server got the completion of model mcplife-driver", "sampling %v", got.Fields)
 	h.Await(Ev(event.SamplingAnswered, "fx", "outcome", "ok"))
 
-	r2 := h.CallNow("main", "mcp_off_sample", map[string]any{"text": "hello"})
-	h.Verify(Response, r2.Error == nil && r2.Result.IsError && strings.Contains(r2.Result.Text, "sampling failed"),
-		"the call of the server without the setting ends in a tool error", "error=%v isError=%v text=%q", r2.Error, r2.Result.IsError, r2.Result.Text)
-	refused := h.AwaitJournal("off", "sampling", 1).Last("sampling")
+	refused := h.callRefused("mcp_off_sample", map[string]any{"text": "hello"}, "sampling failed", "sampling")
 	h.Verify(Journal, refused.Str("outcome") == "error", "the server without the setting got no completion", "sampling %v", refused.Fields)
 	// Bound: the call's answer came after the server's request failed.
 	h.Verify(Events, h.Count(Ev(event.SamplingAnswered, "off", "outcome", "ok")) == 0,
@@ -93,10 +102,7 @@ var _ = Spec(Requirement{
 		"the server got its two roots as file URIs", "roots %v", got.Fields)
 	h.Await(Ev(event.RootsListed, "fx", "roots", "2"))
 
-	r2 := h.CallNow("main", "mcp_off_roots", map[string]any{})
-	h.Verify(Response, r2.Error == nil && r2.Result.IsError && strings.Contains(r2.Result.Text, "roots failed"),
-		"the roots call of the server without roots ends in a tool error", "error=%v isError=%v text=%q", r2.Error, r2.Result.IsError, r2.Result.Text)
-	refused := h.AwaitJournal("off", "roots", 1).Last("roots")
+	refused := h.callRefused("mcp_off_roots", map[string]any{}, "roots failed", "roots")
 	h.Verify(Journal, refused.Str("error") != "", "the server without roots had its roots/list refused", "roots %v", refused.Fields)
 })
 
