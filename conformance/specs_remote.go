@@ -65,6 +65,11 @@ var _ = Spec(Requirement{
 	h.Verify(Journal, j.Count("call-start") == 1, "the server ran the call exactly once", "%d call-start", j.Count("call-start"))
 	h.Await(Ev(event.RemoteRequestRetried, "fx", "method", "tools/call", "reason", "session-expired"))
 	h.Verify(Events, h.Count(Ev(event.RestartScheduled, "fx")) == 0, "no restart was scheduled", "%d restart.scheduled", h.Count(Ev(event.RestartScheduled, "fx")))
+	// The server is connected on its new session, and the status counts
+	// the re-initialization (DRIVER.md, status sessionReinits).
+	h.Await(Ev(event.RemoteSessionReinitialized, "fx"))
+	st := h.Status("fx")
+	h.Verify(Response, st.State == "connected" && st.SessionReinits == 1, "status: connected, one session re-initialized", "state %q sessionReinits %d", st.State, st.SessionReinits)
 })
 
 var _ = Spec(Requirement{
