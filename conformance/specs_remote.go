@@ -92,6 +92,10 @@ var _ = Spec(Requirement{
 	h.Verify(Journal, j.Count("stream-resumed") == 1, "the stream was resumed with Last-Event-ID", "%d stream-resumed", j.Count("stream-resumed"))
 	h.Verify(Response, r.Error == nil && strings.Contains(r.Result.Text, "resumed"), "the call got its answer", "error=%v text=%q", r.Error, r.Result.Text)
 	h.Verify(Journal, h.Journal("fx").Count("call-start") == 1, "the call was not sent again", "%d call-start", h.Journal("fx").Count("call-start"))
+	// The status counts the resumed stream (DRIVER.md, status streamResumes).
+	h.Await(Ev(event.RemoteStreamResumed, "fx"))
+	st := h.Status("fx")
+	h.Verify(Response, st.StreamResumes == 1, "status counts one resumed stream", "streamResumes %d", st.StreamResumes)
 })
 
 var _ = Spec(Requirement{
