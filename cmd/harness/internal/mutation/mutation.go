@@ -84,8 +84,8 @@ func ReadDir(dir string) ([]Run, error) {
 	for _, p := range paths {
 		base := strings.TrimSuffix(filepath.Base(p), ".json")
 		mode, pkg, ok := strings.Cut(base, "-")
-		if !ok {
-			continue
+		if !ok || !slices.Contains(Modes, mode) {
+			continue // another file kept beside the results
 		}
 		pkg, only, subset := strings.Cut(pkg, "-only-")
 		r, err := readRun(p, mode, strings.ReplaceAll(pkg, "_", "/"))

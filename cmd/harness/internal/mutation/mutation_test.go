@@ -27,7 +27,7 @@ const confJSON = `{"files":[{"file_name":"runtime/backoff/backoff.go","mutations
 
 func TestTableUnionsModes(t *testing.T) {
 	dir := t.TempDir()
-	for name, body := range map[string]string{"unit-runtime_backoff.json": unitJSON, "conformance-runtime_backoff.json": confJSON, "notes.txt": "x"} {
+	for name, body := range map[string]string{"unit-runtime_backoff.json": unitJSON, "conformance-runtime_backoff.json": confJSON, "notes.txt": "x", "stress-stdio.json": "{}"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
