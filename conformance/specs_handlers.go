@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -58,9 +59,7 @@ func (h *H) callRefused(tool string, args map[string]any, failure, kind string) 
 // hostTools are the fixture knobs of a server with the host tools.
 func hostTools(extra Knobs) Knobs {
 	k := Knobs{"MCP_FIXTURE_HOST_TOOLS": "1"}
-	for name, v := range extra {
-		k[name] = v
-	}
+	maps.Copy(k, extra)
 	return k
 }
 

@@ -54,8 +54,8 @@ type Run struct {
 	// over some files only (MUTATION_FILES: a result named
 	// MODE-PKG-only-a+b.json); nil when it ran over the whole package.
 	Files []string
-	// Written orders runs of the same mode and package: where two cover
-	// the same mutant, the later one's outcome counts.
+	// Written orders runs of the same mode and package: a later run
+	// replaces the earlier results of the files it covers.
 	Written time.Time
 	Status  map[Mutant]Status
 }
@@ -220,9 +220,8 @@ func Table(runs []Run) []Row {
 
 // merge folds the runs of one mode over one package into one run, in the
 // order they were written: a later run replaces the earlier outcomes of
-// every file it covers. The
-// merged run's Files is the union of the parts' files, or nil when any part
-// covered the whole package.
+// every file it covers. The merged run's Files is the union of the parts'
+// files, or nil when any part covered the whole package.
 func merge(runs []Run) []Run {
 	type key struct{ mode, pkg string }
 	parts := map[key][]Run{}
