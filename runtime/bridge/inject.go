@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Injection signal names reported by DetectInjection.
@@ -96,6 +97,18 @@ func containsAll(s string, words []string) bool {
 // orbits, U+017F (long s) and U+212A (Kelvin sign). Other runes are kept, so
 // a keyword present in a match is present in the folded text.
 func foldCase(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return foldCaseRunes(s)
+		}
+	}
+	// ASCII only: strings.ToLower maps exactly A-Z, and returns s itself
+	// when there is nothing to map.
+	return strings.ToLower(s)
+}
+
+// foldCaseRunes is foldCase for text that holds a non-ASCII byte.
+func foldCaseRunes(s string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'A' && r <= 'Z':

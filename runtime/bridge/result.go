@@ -188,14 +188,21 @@ func Truncate(s string, limit int) (out string, truncated bool, originalChars in
 
 // renderContent flattens the content blocks of res.
 func renderContent(res *mcp.CallToolResult) string {
-	parts := make([]string, 0, len(res.Content))
 	if faultenv.On("structured-content-only") {
 		// Defect: the text comes from structuredContent alone.
 		if res.StructuredContent != nil {
-			parts = append(parts, marshalBlock(res.StructuredContent))
+			return marshalBlock(res.StructuredContent)
 		}
-		return strings.Join(parts, "\n")
+		return ""
 	}
+	if len(res.Content) == 1 {
+		// One text block, the usual result: its text, without building a
+		// list to join.
+		if t, ok := res.Content[0].(*mcp.TextContent); ok && t != nil {
+			return t.Text
+		}
+	}
+	parts := make([]string, 0, len(res.Content))
 	for _, c := range res.Content {
 		if isNil(c) {
 			continue

@@ -67,6 +67,15 @@ func FuzzWrap(f *testing.F) {
 			t.Fatal("Wrap is not deterministic")
 		}
 		body := checkWrapped(t, out, server, tool)
+		// The fast paths answer as the plain loops do.
+		for _, name := range []string{server, tool} {
+			if fast, slow := sanitizeAttr(name), sanitizeAttrSlow(name); fast != slow {
+				t.Fatalf("sanitizeAttr(%q) = %q, the rune loop gives %q", name, fast, slow)
+			}
+		}
+		if fast, slow := containsFold(text, "mcp_tool_output"), containsFoldEach(text, "mcp_tool_output"); fast != slow {
+			t.Fatalf("containsFold(%q) = %v, comparing at every offset gives %v", text, fast, slow)
+		}
 		if !markerPattern().MatchString(text) && body != text {
 			t.Fatalf("text without markers changed: %q -> %q", text, body)
 		}
@@ -206,6 +215,9 @@ func FuzzDetectInjection(f *testing.F) {
 	f.Add("\u212a[\u017fy\u017ftem]", uint8(5))
 	f.Add("<|im_start|> \n system", uint8(6))
 	f.Fuzz(func(t *testing.T, text string, pick uint8) {
+		if fast, slow := foldCase(text), foldCaseRunes(text); fast != slow {
+			t.Fatalf("foldCase(%q) = %q, the rune map gives %q", text, fast, slow)
+		}
 		got := DetectInjection(text)
 		if again := DetectInjection(text); !slices.Equal(got, again) {
 			t.Fatal("DetectInjection is not deterministic")

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mcplife/mcplife/internal/faultenv"
 )
@@ -62,8 +63,34 @@ func NeutralizeMarkers(s string) string {
 }
 
 // containsFold reports whether s contains the lowercase ASCII word sub,
-// ignoring ASCII letter case.
+// ignoring ASCII letter case. When sub holds a byte that has no other case
+// (the "_" of "mcp_tool_output"), only the places where that byte occurs
+// are compared, found with strings.IndexByte.
 func containsFold(s, sub string) bool {
+	n := len(sub)
+	anchor := strings.IndexFunc(sub, func(r rune) bool { return (r < 'a' || r > 'z') && r < utf8.RuneSelf })
+	if anchor < 0 {
+		return containsFoldEach(s, sub)
+	}
+	for from := anchor; from < len(s); {
+		at := strings.IndexByte(s[from:], sub[anchor])
+		if at < 0 {
+			return false
+		}
+		start := from + at - anchor
+		if start+n > len(s) {
+			return false
+		}
+		if asciiEqualFold(s[start:start+n], sub) {
+			return true
+		}
+		from += at + 1
+	}
+	return false
+}
+
+// containsFoldEach is containsFold comparing at every offset.
+func containsFoldEach(s, sub string) bool {
 	n := len(sub)
 	for i := 0; i+n <= len(s); i++ {
 		if asciiEqualFold(s[i:i+n], sub) {
@@ -87,7 +114,23 @@ func asciiEqualFold(s, lower string) bool {
 }
 
 // sanitizeAttr keeps [a-zA-Z0-9._-] and turns every other rune into "_".
+// A name that needs no change (the usual case) is returned as it is.
 func sanitizeAttr(s string) string {
+	for i := 0; i < len(s); i++ {
+		if !attrByte(s[i]) {
+			return sanitizeAttrSlow(s)
+		}
+	}
+	return s
+}
+
+// attrByte reports whether sanitizeAttr keeps the ASCII byte c.
+func attrByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// sanitizeAttrSlow is sanitizeAttr for a name with a rune to replace.
+func sanitizeAttrSlow(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
