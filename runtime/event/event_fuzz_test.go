@@ -3,6 +3,7 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -12,12 +13,40 @@ import (
 	"unicode/utf8"
 )
 
+// checkPacked checks that a history record gives back exactly the event
+// emitted, strings byte for byte, and matches as Matcher.Match does on it.
+func checkPacked(t *testing.T, seq uint64, at time.Duration, session, server string, kind Kind, attrs []Attr) {
+	t.Helper()
+	rec := packRecord(seq, at, session, server, kind, attrs)
+	got := rec.event()
+	want := Event{Seq: seq, At: at, Server: server, Session: session, Kind: kind, Attrs: map[string]any{}}
+	for _, a := range attrs {
+		want.Attrs[a.Key] = a.Value()
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("packed record gives %+v, want %+v", got, want)
+	}
+	ms := []Matcher{{Kind: kind, Server: server, Session: session}, {Kind: kind + "x"}}
+	for _, a := range attrs {
+		v := fmt.Sprint(a.Value())
+		ms = append(ms, Matcher{Attrs: map[string]string{a.Key: v}}, Matcher{Attrs: map[string]string{a.Key: v + "x"}})
+	}
+	for _, m := range ms {
+		rm := newRecordMatcher(m)
+		if rec.match(&rm) != m.Match(got) {
+			t.Fatalf("record match %+v = %v, Matcher.Match says %v", m, rec.match(&rm), m.Match(got))
+		}
+	}
+}
+
 // FuzzEventJSONL encodes an event with arbitrary server, session, kind and
 // attributes of every type (string, int64, bool, float64) as JSONL and
 // decodes it: the event is exactly one line; decoding gives it back exactly
 // (At at millisecond precision, whole floats as int64, invalid UTF-8 as
 // U+FFFD) with int64 values exact over their whole range; a second round trip
-// is the identity; and String() stays on one line whatever the strings hold.
+// is the identity; String() stays on one line whatever the strings hold;
+// and the history's packed record of the event gives it back exactly and
+// matches as Matcher.Match does (checkPacked).
 func FuzzEventJSONL(f *testing.F) {
 	f.Add(uint64(1), int64(1500), "github", "", "server.connected", "tools", "3", int64(3), true, 1.5)
 	f.Add(uint64(2), int64(0), "a\nb", "s\r1", "config.warning", "error", "line1\nline2\t\"q\"", int64(-1), false, 0.0)
@@ -30,6 +59,8 @@ func FuzzEventJSONL(f *testing.F) {
 			fval = 0 // not representable in JSON; attributes never hold them
 		}
 		atMS %= math.MaxInt64 / int64(time.Millisecond)
+		checkPacked(t, seq, time.Duration(atMS)*time.Millisecond, session, server, Kind(kind),
+			[]Attr{String(key+"_s", sval), Int64(key+"_i", ival), Bool(key+"_b", bval)})
 		e := Event{Seq: seq, At: time.Duration(atMS) * time.Millisecond, Server: server, Session: session, Kind: Kind(kind),
 			Attrs: map[string]any{key + "_s": sval, key + "_i": ival, key + "_b": bval, key + "_f": fval}}
 		var buf bytes.Buffer

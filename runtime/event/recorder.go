@@ -49,10 +49,16 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 	if c == nil {
 		c = clock.Real{}
 	}
+	logger := opts.Logger
+	if logger != nil && logger.Handler() == slog.DiscardHandler {
+		// Asking a discarding logger whether it wants each event costs
+		// an interface call per emit for nothing.
+		logger = nil
+	}
 	return &Recorder{
 		clock:  c,
 		start:  c.Now(),
-		logger: opts.Logger,
+		logger: logger,
 		limit:  opts.Limit,
 		subs:   make(map[*subscription]struct{}),
 	}
@@ -63,34 +69,8 @@ func (r *Recorder) Emit(server string, kind Kind, attrs ...Attr) {
 	r.EmitSession("", server, kind, attrs...)
 }
 
-// record is one event of the history. Its attributes stay the slice they
-// were emitted with until a reader needs the event: an emit that nobody
-// reads at once (no subscriber, no logger that wants it) builds no map,
-// which is most of what an event costs on a tool call's path.
-type record struct {
-	e     Event  // Attrs is nil until the event is read
-	attrs []Attr // the attributes as emitted; nil once e.Attrs is built
-}
-
-// event returns the record's event, building its attribute map once; r.mu
-// must be held.
-func (rec *record) event() Event {
-	if rec.attrs != nil {
-		rec.e.Attrs = make(map[string]any, len(rec.attrs))
-		for _, a := range rec.attrs {
-			rec.e.Attrs[a.Key] = a.Value()
-		}
-		rec.attrs = nil
-	}
-	return rec.e
-}
-
 // EmitSession records an event that concerns a session.
 func (r *Recorder) EmitSession(session, server string, kind Kind, attrs ...Attr) {
-	rec := record{e: Event{Server: server, Session: session, Kind: kind}}
-	if len(attrs) > 0 {
-		rec.attrs = slices.Clone(attrs)
-	}
 	// Check Enabled first: building and boxing e for a logger that drops
 	// it would cost allocations on every emit.
 	ctx := context.Background()
@@ -98,8 +78,7 @@ func (r *Recorder) EmitSession(session, server string, kind Kind, attrs ...Attr)
 	logged := r.logger != nil && r.logger.Enabled(ctx, level)
 	r.mu.Lock()
 	r.seq++
-	rec.e.Seq = r.seq
-	rec.e.At = r.clock.Since(r.start)
+	rec := packRecord(r.seq, r.clock.Since(r.start), session, server, kind, attrs)
 	var e Event
 	if logged || len(r.subs) > 0 {
 		e = rec.event()
@@ -134,8 +113,8 @@ func (r *Recorder) Events() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]Event, 0, len(r.events))
-	r.each(func(e Event) bool {
-		out = append(out, e)
+	r.each(func(rec record) bool {
+		out = append(out, rec.event())
 		return true
 	})
 	return out
@@ -155,9 +134,29 @@ func (r *Recorder) push(e record) {
 
 // each calls f on the history in order until f returns false; r.mu must be
 // held.
-func (r *Recorder) each(f func(Event) bool) {
+func (r *Recorder) each(f func(record) bool) {
 	for i := range r.events {
-		if !f(r.events[(r.head+i)%len(r.events)].event()) {
+		if !f(r.events[(r.head+i)%len(r.events)]) {
+			return
+		}
+	}
+}
+
+// eachAfter is each over the events after sequence number after only. The
+// history holds consecutive sequence numbers, so the first one to visit is
+// found by arithmetic: an Await woken by every emit looks only at the events
+// it has not seen, not at the whole history again.
+func (r *Recorder) eachAfter(after uint64, f func(record) bool) {
+	n := len(r.events)
+	if n == 0 {
+		return
+	}
+	skip := 0
+	if oldest := r.events[r.head].seq; after >= oldest {
+		skip = int(min(after-oldest+1, uint64(n)))
+	}
+	for i := skip; i < n; i++ {
+		if !f(r.events[(r.head+i)%n]) {
 			return
 		}
 	}
@@ -174,6 +173,7 @@ func (r *Recorder) Last() uint64 {
 // matches m. It checks the history first, then waits for new events until
 // ctx is done.
 func (r *Recorder) Await(ctx context.Context, after uint64, m Matcher) (Event, error) {
+	rm := newRecordMatcher(m)
 	for {
 		r.mu.Lock()
 		if r.changed == nil {
@@ -181,8 +181,9 @@ func (r *Recorder) Await(ctx context.Context, after uint64, m Matcher) (Event, e
 		}
 		ch := r.changed
 		var found *Event
-		r.each(func(e Event) bool {
-			if e.Seq > after && m.Match(e) {
+		r.eachAfter(after, func(rec record) bool {
+			if rec.seq > after && rec.match(&rm) {
+				e := rec.event()
 				found = &e
 				return false
 			}
@@ -205,8 +206,9 @@ func (r *Recorder) Count(m Matcher) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	r.each(func(e Event) bool {
-		if m.Match(e) {
+	rm := newRecordMatcher(m)
+	r.each(func(rec record) bool {
+		if rec.match(&rm) {
 			n++
 		}
 		return true
