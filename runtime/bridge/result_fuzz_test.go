@@ -54,7 +54,9 @@ func checkWrapped(t *testing.T, out, server, tool string) string {
 // closing marker, at the end (matched the lenient way: any letter case,
 // whitespace after "<" and around "/"); attributes keep to [a-zA-Z0-9._-];
 // the body holds no marker, is the input when the input held none, and is
-// valid UTF-8 when the input was.
+// valid UTF-8 when the input was; and the fast paths (clean names kept as
+// they are, the marker search anchored on its "_") answer as the plain
+// loops do.
 func FuzzWrap(f *testing.F) {
 	for _, s := range markerSeeds {
 		f.Add("srv", "tool", s)
@@ -200,9 +202,10 @@ var signalPhrases = map[string]string{
 }
 
 // FuzzDetectInjection scans arbitrary text: detection is deterministic and
-// reports signals in SignalNames order; its keyword pre-filter never hides a
-// match (each signal is reported exactly when its pattern matches the text);
-// and each known phrase, appended on its own line in any ASCII letter case,
+// reports signals in SignalNames order; its case folding's ASCII fast path
+// folds as the rune map does; its keyword pre-filter never hides a match
+// (each signal is reported exactly when its pattern matches the text); and
+// each known phrase, appended on its own line in any ASCII letter case,
 // is always detected.
 func FuzzDetectInjection(f *testing.F) {
 	for _, p := range signalPhrases {
