@@ -115,6 +115,18 @@ func (r *reader) attr() (kind attrKind, key, str []byte, num int64) {
 	return kind, key, str, num
 }
 
+// attrMap returns attrs as an Event's Attrs: nil when there are none.
+func attrMap(attrs []Attr) map[string]any {
+	if len(attrs) == 0 {
+		return nil
+	}
+	m := make(map[string]any, len(attrs))
+	for _, a := range attrs {
+		m[a.Key] = a.Value()
+	}
+	return m
+}
+
 // event rebuilds the record's Event.
 func (rec record) event() Event {
 	r, server, session, kind := rec.head()

@@ -119,3 +119,20 @@ func TestAwaitAfterInWrappedRing(t *testing.T) {
 		t.Errorf("Await(i=10) = %+v, %v", e, err)
 	}
 }
+
+// TestSubscriberSeesWhatHistoryKeeps: the event a subscriber receives at
+// emit time (built from the attributes) equals the one the history gives
+// back later (rebuilt from the packed record).
+func TestSubscriberSeesWhatHistoryKeeps(t *testing.T) {
+	r := NewRecorder(RecorderOptions{Limit: 10})
+	ch, cancel := r.Subscribe(10)
+	defer cancel()
+	r.EmitSession("s", "a", ToolCallFinished, String("call", "s-1"), Int("n", -7), Bool("ok", true), String("call", "s-2"))
+	r.Emit("", RuntimeClosed)
+	hist := r.Events()
+	for i, want := range hist {
+		if got := <-ch; !reflect.DeepEqual(got, want) {
+			t.Errorf("event %d: subscriber got %+v, history has %+v", i, got, want)
+		}
+	}
+}

@@ -76,12 +76,13 @@ func (r *Recorder) EmitSession(session, server string, kind Kind, attrs ...Attr)
 	ctx := context.Background()
 	level := levelOf(kind)
 	logged := r.logger != nil && r.logger.Enabled(ctx, level)
+	rec := packRecord(0, 0, session, server, kind, attrs)
 	r.mu.Lock()
 	r.seq++
-	rec := packRecord(r.seq, r.clock.Since(r.start), session, server, kind, attrs)
+	rec.seq, rec.at = r.seq, r.clock.Since(r.start)
 	var e Event
 	if logged || len(r.subs) > 0 {
-		e = rec.event()
+		e = Event{Seq: rec.seq, At: rec.at, Server: server, Session: session, Kind: kind, Attrs: attrMap(attrs)}
 	}
 	r.push(rec)
 	if r.changed != nil {
