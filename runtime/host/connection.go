@@ -124,14 +124,14 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 			<-cctx.Done()
 		}
 		sockets.closeAll()
-		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, stdoutCause(p, causeOf(cctx, err, p))))
+		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, stdoutCause(p, handshakeCause(cctx, err, p, transport))))
 	}
 	c.cs = cs
 	tools, err := s.listTools(cctx, cs)
 	if err != nil {
 		sockets.closeAll()
 		closeSession(cs)
-		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, stdoutCause(p, causeOf(cctx, err, p))))
+		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, stdoutCause(p, handshakeCause(cctx, err, p, transport))))
 	}
 	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
 	rt.goRun(c.watch)

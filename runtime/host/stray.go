@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,6 +39,7 @@ type strayTransport struct {
 	inner  mcp.Transport
 	report func(id jsonrpc.ID, reason string, n int)
 	fatal  bool // the stray-reply-fatal defect
+	conn   atomic.Pointer[strayConn]
 }
 
 // strayGuard wraps t to report stray replies of s, unless t is a
@@ -60,7 +62,9 @@ func (t *strayTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &strayConn{Connection: c, report: t.report, fatal: t.fatal, pending: make(map[jsonrpc.ID]struct{})}, nil
+	sc := &strayConn{Connection: c, report: t.report, fatal: t.fatal, pending: make(map[jsonrpc.ID]struct{})}
+	t.conn.Store(sc)
+	return sc, nil
 }
 
 // strayConn tracks the ids of the requests written on it.
@@ -74,6 +78,8 @@ type strayConn struct {
 	answered  idRing
 	cancelled idRing
 	strays    [2]int // unknown, duplicate
+	closed    bool   // Close was called
+	readErr   error  // the first read failure before Close (readfail.go)
 }
 
 // idRing remembers the last strayMemory ids put in it.
@@ -156,6 +162,9 @@ func (c *strayConn) forget(params json.RawMessage) {
 // Read passes every message on, noting replies that match no request.
 func (c *strayConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if err != nil {
+		c.noteReadFailure(ctx, err)
+	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
 		if c.check(resp.ID) && c.fatal {
 			// Defect: a strict client treats the stray reply as a
