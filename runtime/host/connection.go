@@ -24,6 +24,9 @@ type connection struct {
 	// client is the go-sdk client of cs; SetRoots changes its roots.
 	client *mcp.Client
 	proc   *proc.Process // nil for remote transports
+	// stray wraps the connection's transport (nil for streamable HTTP); it
+	// remembers the connection's read failure (readfail.go).
+	stray *strayTransport
 	// sockets are the remote connection's sockets (nil for stdio).
 	sockets *socketSet
 	// remote is what the HTTP layer of a remote connection saw (nil for
@@ -110,6 +113,7 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	if rc != nil {
 		rc.conn = c
 	}
+	c.stray, _ = transport.(*strayTransport)
 	client := s.newClient(c) // handlers_client.go
 	c.client = client
 	version := rt.opts.ProtocolVersion
@@ -241,7 +245,7 @@ func (c *connection) watch() {
 		<-ended
 		return
 	}
-	cause = stdoutCause(c.proc, cause)
+	cause = stdoutCause(c.proc, readFailureCause(c.proc, c.stray, cause))
 	c.mu.Lock()
 	planned := c.planned
 	c.ended = true

@@ -57,6 +57,20 @@ func (t *strayTransport) readFailure() error {
 	return c.readErr
 }
 
+// readFailureCause names why a stdio server's connection ended: the message
+// it could not read when there was one (the exit that may have followed is
+// the server leaving on the stdin go-sdk closed), else cause.
+func readFailureCause(p *proc.Process, t *strayTransport, cause error) error {
+	if p == nil || t == nil {
+		return cause
+	}
+	rf := t.readFailure()
+	if rf == nil || errors.Is(cause, rf) {
+		return cause
+	}
+	return fmt.Errorf("reading from the server failed: %w", rf)
+}
+
 // handshakeCause names why the handshake of a stdio server failed: the
 // message its connection could not read when there was one (the exit that
 // may have followed is the runtime closing the server's stdin), else what

@@ -15,7 +15,8 @@ import (
 )
 
 // TestHandshakeNamesReadFailure: when a stdio server's connection broke on
-// a reply it could not read, a failed handshake names that failure, even
+// a reply it could not read, a failed handshake (and a connection that
+// ended after it) names that failure, even
 // when the request saw the exit watch's cancellation first (the server
 // exits on the stdin the runtime closed after the failure: scenario
 // 131-deep-schema flaked that way under load). Only a real read failure
@@ -71,6 +72,25 @@ func TestHandshakeNamesReadFailure(t *testing.T) {
 		if c.wantIs != nil && errors.Is(got, context.Canceled) {
 			t.Errorf("%s: %q reads as the caller's abort", c.name, got)
 		}
+	}
+	// A live connection that ended: the read failure is named over the exit
+	// it caused, kept when the cause already is it, ignored without a
+	// process.
+	exited := errors.New("server process exited (exit status 0)")
+	if got := readFailureCause(p, newTransport(readFails(depth)), exited); !errors.Is(got, depth) || !strings.HasPrefix(got.Error(), "reading from the server failed: ") {
+		t.Errorf("ended connection: %q, want the read failure named", got)
+	}
+	if got := readFailureCause(p, newTransport(readFails(depth)), depth); got != depth {
+		t.Errorf("cause already the read failure: %q", got)
+	}
+	if got := readFailureCause(p, newTransport(), exited); got != exited {
+		t.Errorf("no read failure: %q", got)
+	}
+	if got := readFailureCause(nil, newTransport(readFails(depth)), exited); got != exited {
+		t.Errorf("without a process: %q", got)
+	}
+	if got := readFailureCause(p, nil, exited); got != exited {
+		t.Errorf("without a wrapped transport: %q", got)
 	}
 	// Not a stdio server: causeOf alone, whatever the connection saw.
 	if got := handshakeCause(ctx, canceled, nil, newTransport(readFails(depth))); errors.Is(got, depth) {
