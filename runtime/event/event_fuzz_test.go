@@ -17,7 +17,7 @@ import (
 // emitted, strings byte for byte, and matches as Matcher.Match does on it.
 func checkPacked(t *testing.T, seq uint64, at time.Duration, session, server string, kind Kind, attrs []Attr) {
 	t.Helper()
-	rec := packRecord(seq, at, session, server, kind, attrs)
+	rec := packedAt(seq, at, session, server, kind, attrs)
 	got := rec.event()
 	want := Event{Seq: seq, At: at, Server: server, Session: session, Kind: kind, Attrs: map[string]any{}}
 	for _, a := range attrs {

@@ -13,19 +13,20 @@ import (
 //
 // A runtime keeps thousands of events (DefaultEventLimit in the host
 // package), and every collection used to mark each one's strings,
-// attribute slice and map: with go-sdk allocating hundreds of kilobytes per
-// tool call, collections are frequent, and scanning the history cost more
-// CPU than the call itself. A packed record is one pointer to one object
-// the collector never scans.
+// attribute slice and map; go-sdk allocates hundreds of kilobytes per tool
+// call, so collections are frequent. A packed record is one pointer to one
+// object the collector never scans: a collection with a full history of
+// 10,000 events takes about half the time (BenchmarkHistoryGC).
 type record struct {
 	seq  uint64
 	at   time.Duration
 	blob []byte
 }
 
-// packRecord packs an event; attrs are copied, so the caller's slice may be
-// reused.
-func packRecord(seq uint64, at time.Duration, session, server string, kind Kind, attrs []Attr) record {
+// packRecord packs an event, without its sequence number and time, which
+// the recorder sets under its lock; attrs are copied, so the caller's slice
+// may be reused.
+func packRecord(session, server string, kind Kind, attrs []Attr) record {
 	n := strLen(server) + strLen(session) + strLen(string(kind)) + uvarintLen(uint64(len(attrs)))
 	for _, a := range attrs {
 		n += 1 + strLen(a.Key)
@@ -49,7 +50,7 @@ func packRecord(seq uint64, at time.Duration, session, server string, kind Kind,
 			b = binary.AppendVarint(b, a.num)
 		}
 	}
-	return record{seq: seq, at: at, blob: b}
+	return record{blob: b}
 }
 
 // uvarintLen is the length of x as a uvarint.

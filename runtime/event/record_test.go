@@ -9,6 +9,14 @@ import (
 	"time"
 )
 
+// packedAt packs an event with its sequence number and time, as the
+// recorder does.
+func packedAt(seq uint64, at time.Duration, session, server string, kind Kind, attrs []Attr) record {
+	rec := packRecord(session, server, kind, attrs)
+	rec.seq, rec.at = seq, at
+	return rec
+}
+
 // TestRecordRoundTrip: a packed record gives back the event as emitted
 // (attribute values typed as Attr.Value gives them), for empty and
 // non-ASCII strings, extreme integers, booleans and no attributes at all.
@@ -25,7 +33,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		{"séance", long, ToolTruncated, []Attr{String("", ""), String(long, long), Millis("timeout_ms", 90*time.Second)}},
 	}
 	for i, c := range cases {
-		rec := packRecord(uint64(i+1), time.Duration(i)*time.Second, c.session, c.server, c.kind, c.attrs)
+		rec := packedAt(uint64(i+1), time.Duration(i)*time.Second, c.session, c.server, c.kind, c.attrs)
 		got := rec.event()
 		want := Event{Seq: uint64(i + 1), At: time.Duration(i) * time.Second, Server: c.server, Session: c.session, Kind: c.kind}
 		if len(c.attrs) > 0 {
@@ -46,11 +54,11 @@ func TestRecordRoundTrip(t *testing.T) {
 // Event.Attrs).
 func TestRecordMatchesLikeEvent(t *testing.T) {
 	recs := []record{
-		packRecord(1, 0, "s1", "a", ToolCallFinished, []Attr{String("call", "s1-1"), String("outcome", "ok"), String("code", "")}),
-		packRecord(2, 0, "", "b", ProcessExited, []Attr{Int("code", -1), Bool("signaled", true)}),
-		packRecord(3, 0, "", "b", ProcessExited, []Attr{Int("code", 0), Bool("signaled", false)}),
-		packRecord(4, 0, "", "c", RuntimeClosed, nil),
-		packRecord(5, 0, "s2", "c", ToolCallStarted, []Attr{String("call", "x"), String("call", "y")}),
+		packedAt(1, 0, "s1", "a", ToolCallFinished, []Attr{String("call", "s1-1"), String("outcome", "ok"), String("code", "")}),
+		packedAt(2, 0, "", "b", ProcessExited, []Attr{Int("code", -1), Bool("signaled", true)}),
+		packedAt(3, 0, "", "b", ProcessExited, []Attr{Int("code", 0), Bool("signaled", false)}),
+		packedAt(4, 0, "", "c", RuntimeClosed, nil),
+		packedAt(5, 0, "s2", "c", ToolCallStarted, []Attr{String("call", "x"), String("call", "y")}),
 	}
 	matchers := []Matcher{
 		{},
@@ -85,7 +93,7 @@ func TestRecordMatchesLikeEvent(t *testing.T) {
 func TestRecordSizedExactly(t *testing.T) {
 	for _, n := range []int{0, 1, 127, 128, 16383, 16384, 70000} {
 		s := strings.Repeat("x", n)
-		rec := packRecord(1, 0, s, "a", ToolCallStarted, []Attr{String("call", s), String(s, "v")})
+		rec := packedAt(1, 0, s, "a", ToolCallStarted, []Attr{String("call", s), String(s, "v")})
 		if len(rec.blob) != cap(rec.blob) {
 			t.Errorf("strings of %d bytes: blob len %d, cap %d", n, len(rec.blob), cap(rec.blob))
 		}

@@ -76,7 +76,7 @@ func (r *Recorder) EmitSession(session, server string, kind Kind, attrs ...Attr)
 	ctx := context.Background()
 	level := levelOf(kind)
 	logged := r.logger != nil && r.logger.Enabled(ctx, level)
-	rec := packRecord(0, 0, session, server, kind, attrs)
+	rec := packRecord(session, server, kind, attrs)
 	r.mu.Lock()
 	r.seq++
 	rec.seq, rec.at = r.seq, r.clock.Since(r.start)
@@ -114,7 +114,7 @@ func (r *Recorder) Events() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]Event, 0, len(r.events))
-	r.each(func(rec record) bool {
+	r.eachAfter(0, func(rec record) bool {
 		out = append(out, rec.event())
 		return true
 	})
@@ -133,20 +133,11 @@ func (r *Recorder) push(e record) {
 	r.head = (r.head + 1) % r.limit
 }
 
-// each calls f on the history in order until f returns false; r.mu must be
-// held.
-func (r *Recorder) each(f func(record) bool) {
-	for i := range r.events {
-		if !f(r.events[(r.head+i)%len(r.events)]) {
-			return
-		}
-	}
-}
-
-// eachAfter is each over the events after sequence number after only. The
-// history holds consecutive sequence numbers, so the first one to visit is
-// found by arithmetic: an Await woken by every emit looks only at the events
-// it has not seen, not at the whole history again.
+// eachAfter calls f on the events after sequence number after, in order,
+// until f returns false; r.mu must be held. The history holds consecutive
+// sequence numbers, so the first one to visit is found by arithmetic: an
+// Await woken by every emit looks only at the events it has not seen, not
+// at the whole history again.
 func (r *Recorder) eachAfter(after uint64, f func(record) bool) {
 	n := len(r.events)
 	if n == 0 {
@@ -183,7 +174,7 @@ func (r *Recorder) Await(ctx context.Context, after uint64, m Matcher) (Event, e
 		ch := r.changed
 		var found *Event
 		r.eachAfter(after, func(rec record) bool {
-			if rec.seq > after && rec.match(&rm) {
+			if rec.match(&rm) {
 				e := rec.event()
 				found = &e
 				return false
@@ -208,7 +199,7 @@ func (r *Recorder) Count(m Matcher) int {
 	defer r.mu.Unlock()
 	n := 0
 	rm := newRecordMatcher(m)
-	r.each(func(rec record) bool {
+	r.eachAfter(0, func(rec record) bool {
 		if rec.match(&rm) {
 			n++
 		}

@@ -128,14 +128,14 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 			<-cctx.Done()
 		}
 		sockets.closeAll()
-		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, stdoutCause(p, handshakeCause(cctx, err, p, transport))))
+		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, stdoutCause(p, causeOf(cctx, err, p, readFailure(p, c.stray)))))
 	}
 	c.cs = cs
 	tools, err := s.listTools(cctx, cs)
 	if err != nil {
 		sockets.closeAll()
 		closeSession(cs)
-		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, stdoutCause(p, handshakeCause(cctx, err, p, transport))))
+		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, stdoutCause(p, causeOf(cctx, err, p, readFailure(p, c.stray)))))
 	}
 	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
 	rt.goRun(c.watch)
@@ -160,8 +160,13 @@ func watchExit(p *proc.Process, f func(proc.ExitStatus)) (stop func()) {
 	return func() { close(quit); <-done }
 }
 
-// causeOf prefers the process exit or the clock timeout over the SDK's error.
-func causeOf(ctx context.Context, err error, p *proc.Process) error {
+// causeOf names why a handshake failed: the connection's read failure rf
+// when there was one (readfail.go), else the process exit or the clock
+// timeout rather than the SDK's error.
+func causeOf(ctx context.Context, err error, p *proc.Process, rf error) error {
+	if rf != nil {
+		return withReadFailure(err, rf)
+	}
 	var te *clock.TimeoutError
 	if cause := context.Cause(ctx); errors.As(cause, &te) {
 		return fmt.Errorf("%w (%v)", cause, err)
@@ -245,7 +250,7 @@ func (c *connection) watch() {
 		<-ended
 		return
 	}
-	cause = stdoutCause(c.proc, readFailureCause(c.proc, c.stray, cause))
+	cause = stdoutCause(c.proc, withReadFailure(cause, readFailure(c.proc, c.stray)))
 	c.mu.Lock()
 	planned := c.planned
 	c.ended = true

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcplife/mcplife/runtime/proc"
 )
 
@@ -19,8 +17,9 @@ import (
 // runtime's exit watch cancels the connect on that exit, and the request
 // can see the cancellation before its own error: the server would be
 // reported as exited for no reason, its real failure lost. So the
-// connection remembers the first read failure, and a failed handshake names
-// it rather than the exit it caused.
+// connection remembers the first read failure, and a failed handshake
+// (causeOf) and a connection that ended (connection.watch) name it rather
+// than the exit it caused.
 
 // noteReadFailure remembers err as the connection's read failure when it is
 // the first, is not the end of the stream (an exit or a crash, which the
@@ -45,9 +44,13 @@ func (c *strayConn) Close() error {
 	return c.Connection.Close()
 }
 
-// readFailure returns the read failure of the transport's connection, or
-// nil.
-func (t *strayTransport) readFailure() error {
+// readFailure returns the read failure of a stdio server's connection, t
+// wrapping its transport, or nil: for other transports the exit watch that
+// races it does not exist.
+func readFailure(p *proc.Process, t *strayTransport) error {
+	if p == nil || t == nil {
+		return nil
+	}
 	c := t.conn.Load()
 	if c == nil {
 		return nil
@@ -57,32 +60,11 @@ func (t *strayTransport) readFailure() error {
 	return c.readErr
 }
 
-// readFailureCause names why a stdio server's connection ended: the message
-// it could not read when there was one (the exit that may have followed is
-// the server leaving on the stdin go-sdk closed), else cause.
-func readFailureCause(p *proc.Process, t *strayTransport, cause error) error {
-	if p == nil || t == nil {
-		return cause
-	}
-	rf := t.readFailure()
-	if rf == nil || errors.Is(cause, rf) {
-		return cause
+// withReadFailure names rf, the connection's read failure, as the cause
+// instead of err, unless err already is it or there was none.
+func withReadFailure(err, rf error) error {
+	if rf == nil || errors.Is(err, rf) {
+		return err
 	}
 	return fmt.Errorf("reading from the server failed: %w", rf)
-}
-
-// handshakeCause names why the handshake of a stdio server failed: the
-// message its connection could not read when there was one (the exit that
-// may have followed is the runtime closing the server's stdin), else what
-// causeOf says.
-func handshakeCause(ctx context.Context, err error, p *proc.Process, t mcp.Transport) error {
-	if st, ok := t.(*strayTransport); ok && p != nil {
-		if rf := st.readFailure(); rf != nil {
-			if errors.Is(err, rf) {
-				return err
-			}
-			return fmt.Errorf("reading the server's reply failed: %w", rf)
-		}
-	}
-	return causeOf(ctx, err, p)
 }

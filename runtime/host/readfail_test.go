@@ -54,7 +54,7 @@ func TestHandshakeNamesReadFailure(t *testing.T) {
 		want   string
 		wantIs error
 	}{
-		{"cancelled request, read failure", newTransport(readFails(depth)), canceled, "reading the server's reply failed: " + depth.Error(), depth},
+		{"cancelled request, read failure", newTransport(readFails(depth)), canceled, "reading from the server failed: " + depth.Error(), depth},
 		{"request failed with the read failure", newTransport(readFails(depth)), fmt.Errorf("calling %q: %w", "tools/list", depth), `calling "tools/list": ` + depth.Error(), depth},
 		{"the first failure wins", newTransport(readFails(depth), readFails(errors.New("later"))), canceled, depth.Error(), depth},
 		{"no read failure", newTransport(), canceled, "server process exited during the handshake (exit status 0)", nil},
@@ -62,7 +62,7 @@ func TestHandshakeNamesReadFailure(t *testing.T) {
 		{"the read's own cancellation", newTransport(func(sc *strayConn) { sc.noteReadFailure(cancelledCtx, errors.New("read interrupted")) }), canceled, "server process exited during the handshake", nil},
 		{"after Close", newTransport(func(sc *strayConn) { sc.Close(); sc.noteReadFailure(ctx, depth) }), canceled, "server process exited during the handshake", nil},
 	} {
-		got := handshakeCause(ctx, c.err, p, c.st)
+		got := causeOf(ctx, c.err, p, readFailure(p, c.st))
 		if !strings.Contains(got.Error(), c.want) {
 			t.Errorf("%s: %q, want it to contain %q", c.name, got, c.want)
 		}
@@ -77,23 +77,23 @@ func TestHandshakeNamesReadFailure(t *testing.T) {
 	// it caused, kept when the cause already is it, ignored without a
 	// process.
 	exited := errors.New("server process exited (exit status 0)")
-	if got := readFailureCause(p, newTransport(readFails(depth)), exited); !errors.Is(got, depth) || !strings.HasPrefix(got.Error(), "reading from the server failed: ") {
+	if got := withReadFailure(exited, readFailure(p, newTransport(readFails(depth)))); !errors.Is(got, depth) || !strings.HasPrefix(got.Error(), "reading from the server failed: ") {
 		t.Errorf("ended connection: %q, want the read failure named", got)
 	}
-	if got := readFailureCause(p, newTransport(readFails(depth)), depth); got != depth {
+	if got := withReadFailure(depth, readFailure(p, newTransport(readFails(depth)))); got != depth {
 		t.Errorf("cause already the read failure: %q", got)
 	}
-	if got := readFailureCause(p, newTransport(), exited); got != exited {
+	if got := withReadFailure(exited, readFailure(p, newTransport())); got != exited {
 		t.Errorf("no read failure: %q", got)
 	}
-	if got := readFailureCause(nil, newTransport(readFails(depth)), exited); got != exited {
+	if got := withReadFailure(exited, readFailure(nil, newTransport(readFails(depth)))); got != exited {
 		t.Errorf("without a process: %q", got)
 	}
-	if got := readFailureCause(p, nil, exited); got != exited {
+	if got := withReadFailure(exited, readFailure(p, nil)); got != exited {
 		t.Errorf("without a wrapped transport: %q", got)
 	}
 	// Not a stdio server: causeOf alone, whatever the connection saw.
-	if got := handshakeCause(ctx, canceled, nil, newTransport(readFails(depth))); errors.Is(got, depth) {
+	if got := causeOf(ctx, canceled, nil, readFailure(nil, newTransport(readFails(depth)))); errors.Is(got, depth) {
 		t.Errorf("without a process: %q names the read failure", got)
 	}
 }
