@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 )
 
 // ErrCredentialNotFound reports that a CredentialStore has no token for an id.
@@ -33,7 +32,7 @@ func (f FileCredentials) Token(ctx context.Context, id string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	data, err := os.ReadFile(f.Path)
+	data, err := ReadFile(f.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("credential %q: %w (no file %s)", id, ErrCredentialNotFound, f.Path)
 	}

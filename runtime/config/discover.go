@@ -104,7 +104,7 @@ func Discover(opts Options) (*Result, error) {
 	}
 
 	for _, src := range srcs {
-		data, err := os.ReadFile(src.path)
+		data, err := ReadFile(src.path)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				continue // an absent file is not a problem

@@ -28,7 +28,10 @@
 // tolerated (VS Code writes them). A path reached twice is read once, at its
 // first position; when the project is the home directory a file that is both
 // a project and a user source counts as user-level. A file that does not exist
-// is skipped silently; an empty file defines nothing.
+// is skipped silently; an empty file defines nothing. A file is read only if
+// it resolves (through symlinks) to a regular file of at most MaxFileBytes:
+// a directory, device, FIFO or socket, or a larger file, is an error
+// diagnostic for that file (ReadFile), and the other files still load.
 //
 // Within one object a repeated name keeps its last definition (as JSON parsers
 // do) with a warning. An invalid definition still claims its name: it is

@@ -162,7 +162,7 @@ func loadDoc(path string) (*doc, error) {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		d.real = real
 	}
-	data, err := os.ReadFile(d.real)
+	data, err := ReadFile(d.real)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		d.exists = false
