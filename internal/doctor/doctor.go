@@ -12,7 +12,6 @@
 package doctor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -395,7 +394,7 @@ func build(cfg *config.Result, statuses []host.ServerStatus, evs []event.Event, 
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	lines := newLocator()
+	lines := newLocator(openConfig)
 	for _, n := range names {
 		s := byName[n]
 		s.Line = lines.find(s.File, n)
@@ -539,34 +538,6 @@ func tailLines(s string, n int) []string {
 		}
 	}
 	return tail
-}
-
-// locator finds where a server's name is defined in a config file.
-type locator struct {
-	files map[string][]byte
-}
-
-func newLocator() *locator { return &locator{files: map[string][]byte{}} }
-
-// find returns the 1-based line of the first `"name":` in file, or 0.
-func (l *locator) find(file, name string) int {
-	if file == "" || name == "" {
-		return 0
-	}
-	data, ok := l.files[file]
-	if !ok {
-		data, _ = os.ReadFile(file)
-		l.files[file] = data
-	}
-	re, err := regexp.Compile(`"` + regexp.QuoteMeta(name) + `"\s*:`)
-	if err != nil {
-		return 0
-	}
-	loc := re.FindIndex(data)
-	if loc == nil {
-		return 0
-	}
-	return 1 + bytes.Count(data[:loc[0]], []byte("\n"))
 }
 
 // stderrFromError extracts the "stderr:" section the runtime appends to a
