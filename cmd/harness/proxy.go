@@ -20,18 +20,24 @@ A man-in-the-middle MCP server: it forwards every JSON-RPC message between
 the client and the real server and injects faults on demand. Put it in your
 agent's config in front of a real server:
 
-  {"command": "harness", "args": ["proxy", "-control", "127.0.0.1:7777", "--", "npx", "-y", "my-server"]}
+  {"command": "harness", "args": ["proxy", "-control", "127.0.0.1:7777",
+    "-control-token-file", "/tmp/px.token", "--", "npx", "-y", "my-server"]}
 
-and switch faults while the agent runs:
+and switch faults while the agent runs (every request needs the token,
+which the proxy draws at each launch):
 
-  curl -X POST --data 'hang=*' http://127.0.0.1:7777/rules     # wedge the server
-  curl -X DELETE http://127.0.0.1:7777/rules                   # heal it
+  curl -H "Authorization: Bearer $(cat /tmp/px.token)" -H 'Content-Type: application/json' \
+    --data '{"rules":["hang=*"]}' http://127.0.0.1:7777/rules             # wedge the server
+  curl -H "Authorization: Bearer $(cat /tmp/px.token)" -H 'Content-Type: application/json' \
+    -X DELETE http://127.0.0.1:7777/rules                                 # heal it
 
-With -upstream the proxy listens on -listen and forwards each request with
-its own path to the upstream's host (point the client at the same path on
-the proxy). -journal writes what the proxy saw in the fixture's journal
-format. Exit status: the upstream's when it exits on its own, 0 after stdin
-EOF, the code of an exit rule, 128+N after signal N, 2 for bad usage.
+With -upstream the proxy listens on -listen (a loopback address unless
+-allow-non-loopback: the proxy has no authentication) and forwards each
+request with its own path to the upstream's host (point the client at the
+same path on the proxy). -journal writes what the proxy saw in the
+fixture's journal format. Exit status: the upstream's when it exits on its
+own, 0 after stdin EOF, the code of an exit rule, 128+N after signal N, 2
+for bad usage.
 
 rules (-fault, -faults FILE, control endpoint):
 ` + mcpproxy.RuleSyntax + `
@@ -55,10 +61,12 @@ func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&faults, "fault", "install `RULE` at start (repeatable)")
 	faultsFile := fs.String("faults", "", "install the rules of `FILE` (one per line, # comments) at start")
 	journal := fs.String("journal", "", "append what the proxy sees to `FILE` in the fixture's journal format")
-	control := fs.String("control", "", "serve the control endpoint on this loopback `ADDR` (port 0 picks one; its URL goes to stderr)")
-	controlFile := fs.String("control-file", "", "write the control endpoint's URL to `FILE` once it listens")
+	control := fs.String("control", "", "serve the control endpoint on this loopback `ADDR` (port 0 picks one; its URL and token go to stderr)")
+	controlFile := fs.String("control-file", "", "write the control endpoint's URL and token, a line each, to `FILE` (mode 0600) once it listens")
+	tokenFile := fs.String("control-token-file", "", "write the control endpoint's token to `FILE` (mode 0600) once it listens")
 	upstreamURL := fs.String("upstream", "", "proxy the streamable HTTP or SSE server at `URL` instead of a command")
-	listen := fs.String("listen", "127.0.0.1:0", "with -upstream: the loopback `ADDR` to serve on")
+	listen := fs.String("listen", "127.0.0.1:0", "with -upstream: the loopback `ADDR` to serve on (another only with -allow-non-loopback)")
+	allowNonLoopback := fs.Bool("allow-non-loopback", false, "with -upstream: let -listen be a non-loopback address (anyone who reaches it can use the upstream)")
 	addrFile := fs.String("addr-file", "", "with -upstream: write the chosen host:port to `FILE`")
 	grace := fs.Duration("stop-grace", mcpproxy.DefaultStopGrace, "how long to wait for the upstream at each step of stopping it (stdin closed, SIGTERM, SIGKILL)")
 	if code := parseFlags(fs, args, proxyUsage, stdout, stderr); code >= 0 {
@@ -107,13 +115,13 @@ func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	if *upstreamURL != "" {
 		code, err := mcpproxy.RunHTTP(ctx, mcpproxy.HTTPOptions{
-			Upstream: *upstreamURL, Listen: *listen, AddrFile: *addrFile,
-			Rules: rules, Journal: *journal, Control: *control, ControlFile: *controlFile,
+			Upstream: *upstreamURL, Listen: *listen, AllowNonLoopback: *allowNonLoopback, AddrFile: *addrFile,
+			Rules: rules, Journal: *journal, Control: *control, ControlFile: *controlFile, ControlTokenFile: *tokenFile,
 			Signals: sigs,
-			Ready: func(url, controlURL string) {
+			Ready: func(url string, ctl mcpproxy.ControlEndpoint) {
 				fmt.Fprintf(stdout, "harness proxy: listening on %s (upstream %s)\n", url, *upstreamURL)
-				if controlURL != "" {
-					fmt.Fprintf(stdout, "harness proxy: control endpoint %s\n", controlURL)
+				if ctl.URL != "" {
+					printControl(stderr, ctl)
 				}
 			},
 		})
@@ -122,18 +130,21 @@ func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return code
 	}
-	// stdout carries the MCP stream: the control URL goes to stderr (and
-	// to -control-file).
+	// stdout carries the MCP stream: the control URL and token go to
+	// stderr (and to -control-file, -control-token-file).
 	code, err := mcpproxy.RunStdio(ctx, stdin, stdout, mcpproxy.StdioOptions{
 		Command: fs.Args(), Rules: rules, Journal: *journal,
-		Control: *control, ControlFile: *controlFile,
+		Control: *control, ControlFile: *controlFile, ControlTokenFile: *tokenFile,
 		Stderr: stderr, Signals: sigs, StopGrace: *grace,
-		Ready: func(controlURL string) {
-			fmt.Fprintf(stderr, "harness proxy: control endpoint %s\n", controlURL)
-		},
+		Ready: func(ctl mcpproxy.ControlEndpoint) { printControl(stderr, ctl) },
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness proxy: %v\n", err)
 	}
 	return code
+}
+
+// printControl prints the control endpoint's URL and token on stderr.
+func printControl(stderr io.Writer, ctl mcpproxy.ControlEndpoint) {
+	fmt.Fprintf(stderr, "harness proxy: control endpoint %s token %s\n", ctl.URL, ctl.Token)
 }

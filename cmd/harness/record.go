@@ -227,8 +227,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	if len(specs) == 0 {
 		for name, s := range tr.Servers {
 			if s.Proxied {
-				if u, err := os.ReadFile(filepath.Join(work, name+".control")); err == nil {
-					fmt.Fprintf(stderr, "harness record: %s: proxy control %s", name, u)
+				if ctl, err := mcpproxy.ReadControlFile(filepath.Join(work, name+".control")); err == nil {
+					fmt.Fprintf(stderr, "harness record: %s: proxy control %s token %s\n", name, ctl.URL, ctl.Token)
 				}
 			}
 		}
@@ -284,10 +284,10 @@ func installFault(ctx context.Context, controlFile, rule string) error {
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	var base []byte
+	var ctl mcpproxy.ControlEndpoint
 	for {
 		var err error
-		if base, err = os.ReadFile(controlFile); err == nil {
+		if ctl, err = mcpproxy.ReadControlFile(controlFile); err == nil {
 			break
 		}
 		select {
@@ -296,7 +296,7 @@ func installFault(ctx context.Context, controlFile, rule string) error {
 		case <-tick.C:
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSpace(string(base))+"/rules", strings.NewReader(rule))
+	req, err := ctl.NewRequest(ctx, http.MethodPost, "/rules", mcpproxy.RulesRequest{Rules: []string{rule}})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/mcplife/mcplife/runtime/clock/clocktest"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/host"
+	"github.com/mcplife/mcplife/runtime/mcpproxy"
 )
 
 // env is a reference runtime on a fake clock whose server fx is the proxy in
@@ -178,14 +179,19 @@ func (e *env) awaitJournal(name string, n int, kind string, fields ...string) {
 }
 
 // control sends a request to the control endpoint of the proxy's current
-// launch.
-func (e *env) control(method, path, body string) string {
+// launch, with the token of its control file; rules, when given, are the
+// body ({"rules": [...]}).
+func (e *env) control(method, path string, rules ...string) string {
 	e.t.Helper()
-	data, err := os.ReadFile(filepath.Join(e.dir, "px.control"))
+	ctl, err := mcpproxy.ReadControlFile(filepath.Join(e.dir, "px.control"))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(e.t.Context(), method, strings.TrimSpace(string(data))+path, strings.NewReader(body))
+	var body any
+	if rules != nil {
+		body = mcpproxy.RulesRequest{Rules: rules}
+	}
+	req, err := ctl.NewRequest(e.t.Context(), method, path, body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -249,7 +255,7 @@ func eventsString(evs []event.Event) string {
 func TestHangViaControlRecoveredByRestart(t *testing.T) {
 	e := fixtureEnv(t, nil, nil, map[string]any{"toolTimeout": 1000}, host.Options{})
 	e.await(event.ServerConnected)
-	e.control("POST", "/rules", "hang=*\n")
+	e.control("POST", "/rules", "hang=*")
 	ch := e.call("mcp_fx_echo", map[string]any{"text": "x"})
 	e.awaitJournal("px.journal", 1, "hang-start", "method", "tools/call")
 	e.clock.Advance(time.Second)
@@ -288,7 +294,7 @@ func TestHangViaControlRecoveredByRestart(t *testing.T) {
 func TestHangToolProbeHealthy(t *testing.T) {
 	e := fixtureEnv(t, nil, nil, map[string]any{"toolTimeout": 1000}, host.Options{})
 	e.await(event.ServerConnected)
-	e.control("PUT", "/rules", "hang=tool:echo\n")
+	e.control("PUT", "/rules", "hang=tool:echo")
 	ch := e.call("mcp_fx_echo", map[string]any{"text": "x"})
 	e.awaitJournal("px.journal", 1, "hang-start", "tool", "echo")
 	e.clock.Advance(time.Second)
@@ -303,7 +309,7 @@ func TestHangToolProbeHealthy(t *testing.T) {
 	// The runtime cancelled the call: the held request is released as
 	// cancelled and never reaches the server.
 	e.awaitJournal("px.journal", 1, "hang-end", "cancelled", "true")
-	e.control("DELETE", "/rules", "")
+	e.control("DELETE", "/rules")
 	o = e.result(e.call("mcp_fx_echo", map[string]any{"text": "y"}))
 	if o.err != nil || !strings.Contains(o.res.Text, "y") {
 		t.Fatalf("call after DELETE /rules: %+v %v", o.res, o.err)
@@ -315,7 +321,7 @@ func TestHangToolProbeHealthy(t *testing.T) {
 func TestPingDropFallsBackToToolsList(t *testing.T) {
 	e := fixtureEnv(t, nil, nil, map[string]any{"toolTimeout": 1000}, host.Options{})
 	e.await(event.ServerConnected)
-	e.control("POST", "/rules", "ping=drop\nhang=tool:echo\n")
+	e.control("POST", "/rules", "ping=drop", "hang=tool:echo")
 	ch := e.call("mcp_fx_echo", map[string]any{"text": "x"})
 	e.awaitJournal("px.journal", 1, "hang-start", "tool", "echo")
 	e.clock.Advance(time.Second)

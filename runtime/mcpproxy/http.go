@@ -3,6 +3,7 @@ package mcpproxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,27 +25,38 @@ type HTTPOptions struct {
 	// Upstream is the server's URL; requests keep their own path, so the
 	// client uses the upstream's path on the proxy's address.
 	Upstream string
-	// Listen is the loopback address the proxy serves (port 0 picks one).
+	// Listen is the loopback address the proxy serves (port 0 picks one;
+	// default 127.0.0.1:0). Another address is refused unless
+	// AllowNonLoopback: the proxy has no authentication of its own.
 	Listen string
+	// AllowNonLoopback lets Listen be any address. On a loopback address
+	// the proxy refuses requests whose Host is not a loopback name for its
+	// port (DNS rebinding: it rewrites Host to the upstream's, which would
+	// hide the attacker's name from the upstream's own check).
+	AllowNonLoopback bool
 	// AddrFile, when not "", receives the chosen host:port and a newline.
 	AddrFile string
-	// Rules, Journal, Control, ControlFile, Logger and Signals are as in
-	// StdioOptions.
-	Rules       []Rule
-	Journal     string
-	Control     string
-	ControlFile string
-	Logger      *slog.Logger
-	Signals     <-chan os.Signal
+	// Rules, Journal, Control, ControlFile, ControlTokenFile, Logger and
+	// Signals are as in StdioOptions.
+	Rules            []Rule
+	Journal          string
+	Control          string
+	ControlFile      string
+	ControlTokenFile string
+	Logger           *slog.Logger
+	Signals          <-chan os.Signal
 	// Ready, when not nil, is called once the proxy listens, with its URL
-	// and the control endpoint's ("" without one).
-	Ready func(url, controlURL string)
+	// and the control endpoint's URL and token (zero without one).
+	Ready func(url string, ctl ControlEndpoint)
 }
 
 // httpProxy is one run of RunHTTP.
 type httpProxy struct {
 	eng *engine
 	rp  *httputil.ReverseProxy
+	// port, when not "", is the loopback listener's port: requests must
+	// name a loopback host with it.
+	port string
 
 	mu      sync.Mutex
 	streams map[*http.Request]context.CancelFunc
@@ -69,6 +81,14 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 	if opts.Listen == "" {
 		opts.Listen = "127.0.0.1:0"
 	}
+	host, _, err := net.SplitHostPort(opts.Listen)
+	if err != nil {
+		return 2, fmt.Errorf("listen address %q: %w", opts.Listen, err)
+	}
+	loopback := isLoopbackHost(host)
+	if !loopback && !opts.AllowNonLoopback {
+		return 2, fmt.Errorf("listen address %q: not a loopback address; the proxy has no authentication, so anyone who reaches it can call the upstream's tools (allow it explicitly with -allow-non-loopback)", opts.Listen)
+	}
 	jw, err := fixture.NewJournalWriter(opts.Journal, os.Getpid(), opts.Logger)
 	if err != nil {
 		return 2, err
@@ -81,7 +101,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 	}
 	jw.Begin(map[string]any{"transport": "http", "mode": "proxy", "upstream": opts.Upstream})
 	eng.journal("listening", map[string]any{"address": ln.Addr().String(), "url": "http://" + ln.Addr().String() + target.Path})
-	controlURL := ""
+	var ctlEnd ControlEndpoint
 	if opts.Control != "" {
 		ctl, err := NewControl(opts.Control, eng)
 		if err != nil {
@@ -89,8 +109,8 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 			return 2, err
 		}
 		defer ctl.Close()
-		controlURL = ctl.URL()
-		if err := ctl.WriteFile(opts.ControlFile); err != nil {
+		ctlEnd = ctl.Endpoint()
+		if err := errors.Join(ctl.WriteFile(opts.ControlFile), ctl.WriteTokenFile(opts.ControlTokenFile)); err != nil {
 			ln.Close()
 			return 2, err
 		}
@@ -103,6 +123,9 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 		}
 	}
 	hp := &httpProxy{eng: eng, streams: map[*http.Request]context.CancelFunc{}}
+	if loopback {
+		_, hp.port, _ = net.SplitHostPort(ln.Addr().String())
+	}
 	hp.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = target.Scheme, target.Host, target.Host
@@ -117,7 +140,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 		_ = srv.Serve(ln)
 	}()
 	if opts.Ready != nil {
-		opts.Ready("http://"+ln.Addr().String()+target.Path, controlURL)
+		opts.Ready("http://"+ln.Addr().String()+target.Path, ctlEnd)
 	}
 	var code int
 	var reason string
@@ -140,6 +163,10 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 
 // ServeHTTP applies the rules to a POSTed message and forwards the request.
 func (hp *httpProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if hp.port != "" && !loopbackHostPort(r.Host, hp.port) {
+		http.Error(w, "forbidden: the Host is not this proxy's loopback address", http.StatusForbidden)
+		return
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	hp.mu.Lock()

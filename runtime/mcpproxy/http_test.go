@@ -50,7 +50,7 @@ func TestHTTPUpstream(t *testing.T) {
 		code, err := mcpproxy.RunHTTP(ctx, mcpproxy.HTTPOptions{
 			Upstream: "http://" + strings.TrimSpace(string(addr)) + "/mcp",
 			Journal:  filepath.Join(dir, "px.journal"), Control: "127.0.0.1:0", ControlFile: filepath.Join(dir, "px.control"),
-			Ready: func(u, _ string) { ready <- u },
+			Ready: func(u string, _ mcpproxy.ControlEndpoint) { ready <- u },
 		})
 		if err != nil {
 			t.Error(err)
@@ -81,7 +81,7 @@ func TestHTTPUpstream(t *testing.T) {
 	if !o.res.IsError || !strings.Contains(o.res.Text, "injected") {
 		t.Fatalf("call with tool-error: %+v %v", o.res, o.err)
 	}
-	e2.control("DELETE", "/rules", "")
+	e2.control("DELETE", "/rules")
 	o = e2.result(e2.call("mcp_fx_echo", map[string]any{"text": "c"}))
 	if o.err != nil || !strings.Contains(o.res.Text, "c") {
 		t.Fatalf("call after DELETE: %+v %v", o.res, o.err)

@@ -40,9 +40,13 @@ type StdioOptions struct {
 	// Control, when not "", is the loopback address of the control endpoint
 	// (port 0 picks one); see NewControl.
 	Control string
-	// ControlFile, when not "", receives the control endpoint's URL and a
-	// newline once it listens (rewritten atomically at every launch).
+	// ControlFile, when not "", receives the control endpoint's URL and
+	// token, a line each, once it listens (mode 0600, rewritten atomically
+	// at every launch; ReadControlFile reads it).
 	ControlFile string
+	// ControlTokenFile, when not "", receives the control endpoint's token
+	// and a newline (mode 0600, rewritten atomically at every launch).
+	ControlTokenFile string
 	// Stderr receives the upstream's stderr and the proxy's own messages;
 	// nil discards them.
 	Stderr io.Writer
@@ -56,9 +60,9 @@ type StdioOptions struct {
 	// (signal.Notify), so that a client that went away makes writes fail
 	// instead of killing the proxy before it stopped the upstream.
 	Signals <-chan os.Signal
-	// Ready, when not nil, is called with the control endpoint's URL once
-	// it listens.
-	Ready func(controlURL string)
+	// Ready, when not nil, is called with the control endpoint's URL and
+	// token once it listens.
+	Ready func(ctl ControlEndpoint)
 }
 
 // stdioProxy is one run of RunStdio.
@@ -115,12 +119,12 @@ func RunStdio(ctx context.Context, in io.Reader, out io.Writer, opts StdioOption
 			return 2, err
 		}
 		defer ctl.Close()
-		if err := ctl.WriteFile(opts.ControlFile); err != nil {
+		if err := errors.Join(ctl.WriteFile(opts.ControlFile), ctl.WriteTokenFile(opts.ControlTokenFile)); err != nil {
 			eng.journal("exit", map[string]any{"code": 2, "reason": "error", "error": err.Error()})
 			return 2, err
 		}
 		if opts.Ready != nil {
-			opts.Ready(ctl.URL())
+			opts.Ready(ctl.Endpoint())
 		}
 	}
 	eng.setRules(opts.Rules, false)
