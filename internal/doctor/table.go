@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mcplife/mcplife/internal/textsafe"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
@@ -50,12 +51,15 @@ func (o TableOptions) ShortPath(p string) string {
 
 // WriteTable prints the report as a table, one row per server with its
 // details indented under it, then the problems that belong to no server
-// and a summary line.
+// and a summary line. Every text from a config or a server (names, errors,
+// stderr lines, tool names, paths) is shown through textsafe.Line: control
+// characters, terminal escapes and bidirectional controls appear as
+// escapes, never raw.
 func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 	width := o.width()
 	nameW := len("SERVER")
 	for _, s := range rep.Servers {
-		nameW = max(nameW, utf8.RuneCountInString(s.Name))
+		nameW = max(nameW, utf8.RuneCountInString(textsafe.Line(s.Name)))
 	}
 	nameW = min(nameW, 24)
 	const statusW, typeW, toolsW, connW = 8, 5, 5, 7
@@ -74,12 +78,13 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 	srcW := max(width-fixed(), 10)
 	var b strings.Builder
 	row := func(name, status, typ, tools, conn, trust, src string) {
+		name, status, typ, trust, src = textsafe.Line(name), textsafe.Line(status), textsafe.Line(typ), textsafe.Line(trust), textsafe.Line(src)
 		line := fmt.Sprintf("%-*s  %-*s  %-*s  %*s  %*s  %-*s  %s",
 			nameW, cut(name, nameW), statusW, status, typeW, typ, toolsW, tools, connW, conn, trustW, cut(trust, trustW), cutLeft(src, srcW))
 		b.WriteString(cut(strings.TrimRight(line, " "), width) + "\n")
 	}
 	detail := func(label, text string) {
-		line := "  " + label + " " + strings.ReplaceAll(text, "\n", " ")
+		line := "  " + textsafe.Line(label) + " " + textsafe.Line(strings.ReplaceAll(text, "\n", " "))
 		b.WriteString(cut(line, width) + "\n")
 	}
 	row("SERVER", "STATUS", "TYPE", "TOOLS", "CONNECT", "TRUST", "SOURCE")
@@ -161,20 +166,21 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 }
 
 // WatchLine formats a lifecycle event for -watch: offset, kind, server and
-// the short attributes, cut to width.
+// the short attributes, cut to width; the server's name and the
+// attributes are shown through textsafe.Line.
 func WatchLine(e event.Event, width int) string {
 	if width <= 0 {
 		width = 100
 	}
 	var b strings.Builder
 	ms := e.At.Milliseconds()
-	fmt.Fprintf(&b, "%4d.%03ds  %-22s %s", ms/1000, ms%1000, e.Kind, e.Server)
+	fmt.Fprintf(&b, "%4d.%03ds  %-22s %s", ms/1000, ms%1000, textsafe.Line(string(e.Kind)), textsafe.Line(e.Server))
 	for _, k := range []string{"attempt", "reason", "delay_ms", "next_delay_ms", "tools", "pid", "status", "planned", "step", "method", "healthy", "idle_ms", "policy", "error"} {
 		if v, ok := e.Get(k); ok && v != "" {
 			if k == "error" {
 				v = firstLine(v)
 			}
-			fmt.Fprintf(&b, " %s=%s", k, v)
+			fmt.Fprintf(&b, " %s=%s", k, textsafe.Line(v))
 		}
 	}
 	return cut(b.String(), width)
