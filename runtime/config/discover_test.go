@@ -569,7 +569,7 @@ func TestDiscoverClaudeProjectEntry(t *testing.T) {
 		{name: "not an object", projectDir: realDir, text: "{\n  \"projects\": {%[1]q: {\n    \"mcpServers\": [1]}},\n  \"mcpServers\": {\"u\": {\"command\": \"u\"}}\n}",
 			servers: "u", field: fmt.Sprintf("projects[%q].mcpServers", realDir), msg: "must be an object mapping server names to entries, got array", sev: SeverityError, line: 3},
 		{name: "repeated name", projectDir: realDir, text: "{\"projects\": {%[1]q: {\"mcpServers\": {\n  \"c\": {\"command\": \"1\"},\n  \"c\": {\"command\": \"2\"}}}}}",
-			servers: "c", msg: fmt.Sprintf("defined more than once in projects[%q].mcpServers; the last definition is used", realDir), sev: SeverityWarning, line: 2},
+			servers: "", field: "name", msg: fmt.Sprintf("defined more than once in projects[%q].mcpServers (first at line 2, column 3; readers disagree on which one counts, so no definition of this name is loaded)", realDir), sev: SeverityError, line: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -274,6 +274,25 @@ func (v jval) get(key string) (jval, bool) {
 	return jval{}, false
 }
 
+// getOnce returns the member named key; when the object holds key more
+// than once, it returns the second occurrence as dup, and ok is false.
+func (v jval) getOnce(key string) (val jval, ok bool, dup *dupKey) {
+	var first *jmember
+	for _, m := range v.members() {
+		if m.key != key {
+			continue
+		}
+		if first != nil {
+			return jval{}, false, &dupKey{field: key, off: m.keyOff, firstOff: first.keyOff}
+		}
+		first = &m
+	}
+	if first == nil {
+		return jval{}, false, nil
+	}
+	return first.val, true, nil
+}
+
 func (v jval) str() (string, bool) {
 	if !v.isString() {
 		return "", false

@@ -72,36 +72,53 @@ func parseDoc(path string, data []byte, level Level, provider string, env func(s
 	}
 	var entries []entry
 	for _, sec := range sections {
+		label := sectionLabel(sec)
 		v, ok := top, true
 		for _, k := range sec {
 			if !v.isObject() {
 				ok = false
 				break
 			}
-			if v, ok = v.get(k); !ok {
+			var dup *dupKey
+			if v, ok, dup = v.getOnce(k); dup != nil {
+				p.add(SeverityError, "", label, dup.off, ErrInvalidConfig, "duplicate key %q (%s)", k, p.duplicateMessage(*dup, "no servers are loaded from it"))
+				ok = false
+			}
+			if !ok {
 				break
 			}
 		}
 		if !ok || string(v.raw()) == "null" {
 			continue
 		}
-		label := sectionLabel(sec)
 		if !v.isObject() {
 			p.add(SeverityError, "", label, v.off, ErrInvalidConfig, "must be an object mapping server names to entries, got %s", v.kind())
 			continue
 		}
+		// A name defined twice is refused: its first position claims the
+		// name (as an invalid entry does) and every later one is an error.
 		ms := v.members()
-		last := make(map[string]int, len(ms))
+		first := make(map[string]int, len(ms))
+		repeated := map[string]bool{}
 		for i, m := range ms {
-			last[m.key] = i
+			if _, ok := first[m.key]; ok {
+				repeated[m.key] = true
+			} else {
+				first[m.key] = i
+			}
 		}
 		for i, m := range ms {
-			if last[m.key] != i {
-				p.add(SeverityWarning, m.key, "", m.keyOff, ErrInvalidConfig, "defined more than once in %s; the last definition is used", label)
-				continue
+			switch {
+			case first[m.key] != i:
+				dk := dupKey{off: m.keyOff, firstOff: ms[first[m.key]].keyOff}
+				p.add(SeverityError, m.key, "name", m.keyOff, ErrInvalidConfig, "defined more than once in %s (%s)", label,
+					p.duplicateMessage(dk, "no definition of this name is loaded"))
+			case repeated[m.key]:
+				entries = append(entries, entry{name: m.key, src: p.src})
+			default:
+				s := p.parseEntry(m.key, m.keyOff, m.val)
+				entries = append(entries, entry{name: m.key, src: p.src, server: s})
 			}
-			s := p.parseEntry(m.key, m.keyOff, m.val)
-			entries = append(entries, entry{name: m.key, src: p.src, server: s})
 		}
 	}
 	return entries, p.diags
@@ -280,6 +297,16 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 	}
 	if !v.isObject() {
 		c.fail("", v.off, "server entry must be an object, got %s", v.kind())
+		return nil
+	}
+	if dups, total := duplicateKeys(v, maxDuplicateReports); total > 0 {
+		for i, dk := range dups {
+			msg := "duplicate key (" + p.duplicateMessage(dk, "the server is not loaded") + ")"
+			if i == len(dups)-1 && total > len(dups) {
+				msg += fmt.Sprintf(" (%d more duplicate keys in this entry)", total-len(dups))
+			}
+			c.fail(dk.field, dk.off, "%s", msg)
+		}
 		return nil
 	}
 	c.fields = map[string]jval{}

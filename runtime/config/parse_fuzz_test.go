@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,49 +45,125 @@ var configSeeds = []string{
 	`{"mcpServers":{"a":"not an object","b":{"command":"c","auth":{"type":"oauth"}}}}`,
 	`{"mcpServers":{"a":{"command":"c"} /* unterminated`,
 	`{"mcpServers":{"a":{"command":"c","cwd":"${HOME}/w","url":null}}}`,
+	`{"mcpServers":{"a":{"command":"cat","command":"rm"},"b":{"command":"c","env":{"K":"1","K":"2"}}}}`,
+	`{"mcpServers":{"a":{"command":"c","args":[{"x":1,"\u0078":2}],"auth":{"type":"oauth","type":"oauth"}}}}`,
+	`{"mcpServers":{"a":{"command":"c"}},"mcpServers":{"a":{"command":"d"}},"servers":{"b":{"command":"c"}}}`,
+	`{"projects":{"/p":{"mcpServers":{"p":{"command":"c"}}},"/p":{"mcpServers":{"p":{"command":"d"}}}}}`,
 }
 
-// sectionMaps decodes, with encoding/json, the server maps of the blanked
-// text data at each section key path. found is false when data is not a JSON
-// object; a section that is absent or null is left out, one that is not an
-// object maps to nil.
-func sectionMaps(data []byte, sections [][]string) (out []map[string]json.RawMessage, labels []string, found bool) {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(data, &top) != nil || top == nil {
-		return nil, nil, false
+// member is one member of a JSON object as encoding/json's tokenizer
+// reads it, in file order, duplicates included.
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+// orderedMembers reads the members of the object raw with encoding/json's
+// Token and Decode; ok is false when raw is not an object.
+func orderedMembers(raw []byte) (ms []member, ok bool) {
+	if !json.Valid(raw) {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	ms = []member{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, false
+		}
+		ms = append(ms, member{key: tok.(string), val: val})
+	}
+	return ms, true
+}
+
+// hasDuplicateKey reports whether any object within raw holds a key twice,
+// as encoding/json decodes keys.
+func hasDuplicateKey(raw []byte) bool {
+	var v json.RawMessage = raw
+	if ms, ok := orderedMembers(v); ok {
+		seen := map[string]bool{}
+		for _, m := range ms {
+			if seen[m.key] || hasDuplicateKey(m.val) {
+				return true
+			}
+			seen[m.key] = true
+		}
+		return false
+	}
+	var elems []json.RawMessage
+	if json.Unmarshal(raw, &elems) == nil {
+		for _, e := range elems {
+			if hasDuplicateKey(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// section is one server map of a file as encoding/json reads it.
+type section struct {
+	label string
+	// dupPath: a key on the way to the map is repeated, so the map is
+	// ambiguous.
+	dupPath bool
+	// members of the map, in file order; nil when the value is not an
+	// object.
+	members []member
+}
+
+// sectionMaps reads, with encoding/json, the server maps of the blanked
+// text data at each section key path. found is false when data is not a
+// JSON object; a section that is absent or null is left out.
+func sectionMaps(data []byte, sections [][]string) (out []section, found bool) {
+	top, ok := orderedMembers(data)
+	if !ok {
+		return nil, false
 	}
 	for _, sec := range sections {
-		cur := top
-		var raw json.RawMessage
-		ok := true
+		cur, raw := top, json.RawMessage(nil)
+		present, dup := true, false
 		for i, k := range sec {
-			v, has := cur[k]
-			if !has {
-				ok = false
+			var hits []json.RawMessage
+			for _, m := range cur {
+				if m.key == k {
+					hits = append(hits, m.val)
+				}
+			}
+			if len(hits) == 0 {
+				present = false
+				break
+			}
+			if len(hits) > 1 {
+				dup = true
 				break
 			}
 			if i == len(sec)-1 {
-				raw = v
+				raw = hits[0]
 				break
 			}
-			var next map[string]json.RawMessage
-			if json.Unmarshal(v, &next) != nil || next == nil {
-				ok = false
+			if cur, ok = orderedMembers(hits[0]); !ok {
+				present = false
 				break
 			}
-			cur = next
 		}
-		if !ok || strings.TrimSpace(string(raw)) == "null" {
+		if !present || (!dup && strings.TrimSpace(string(raw)) == "null") {
 			continue
 		}
-		var m map[string]json.RawMessage
-		if json.Unmarshal(raw, &m) != nil {
-			m = nil
+		s := section{label: sectionLabel(sec), dupPath: dup}
+		if !dup {
+			s.members, _ = orderedMembers(raw)
 		}
-		out = append(out, m)
-		labels = append(labels, sectionLabel(sec))
+		out = append(out, s)
 	}
-	return out, labels, true
+	return out, true
 }
 
 // checkDoc checks the properties every parse of a config file has.
@@ -132,9 +209,10 @@ func checkDoc(t *testing.T, path string, data []byte, level Level, sections [][]
 		checkServer(t, e.server, src, data)
 	}
 	// Cross-check with encoding/json: every name in every server map is
-	// accounted for, and every section that is not an object is reported.
+	// accounted for, every section that is not an object is reported, and no
+	// duplicate key is ever accepted silently.
 	blank := blankJSONC(data)
-	maps, labels, ok := sectionMaps(blank, sections)
+	maps, ok := sectionMaps(blank, sections)
 	if !ok {
 		if len(entries) != 0 {
 			t.Fatalf("%d entries from a file that is not a JSON object", len(entries))
@@ -144,25 +222,72 @@ func checkDoc(t *testing.T, path string, data []byte, level Level, sections [][]
 		}
 		return
 	}
-	for i, m := range maps {
-		if m == nil {
-			found := false
-			for _, d := range diags {
-				found = found || (d.Severity == SeverityError && d.Server == "" && d.Field == labels[i])
+	fileError := func(label string) bool {
+		for _, d := range diags {
+			if d.Severity == SeverityError && d.Server == "" && d.Field == label {
+				return true
 			}
-			if !found {
-				t.Fatalf("section %s is not an object but no error names it:\n%s", labels[i], diagStrings(diags))
+		}
+		return false
+	}
+	nameError := func(name string) bool {
+		for _, d := range diags {
+			if d.Severity == SeverityError && d.Server == name && d.Field == "name" {
+				return true
+			}
+		}
+		return false
+	}
+	// unique holds, per name, the values it has in the maps where it is
+	// defined once: a loaded server must be one of them.
+	unique := map[string][]json.RawMessage{}
+	for _, sec := range maps {
+		switch {
+		case sec.dupPath:
+			if !fileError(sec.label) {
+				t.Fatalf("a key on the way to %s is repeated but no error names it:\n%s", sec.label, diagStrings(diags))
+			}
+			continue
+		case sec.members == nil:
+			if !fileError(sec.label) {
+				t.Fatalf("section %s is not an object but no error names it:\n%s", sec.label, diagStrings(diags))
 			}
 			continue
 		}
-		for name := range m {
+		count := map[string]int{}
+		for _, m := range sec.members {
+			count[m.key]++
+		}
+		for _, m := range sec.members {
+			if count[m.key] > 1 {
+				if !nameError(m.key) {
+					t.Fatalf("server %q is defined %d times in %s but no error names it:\n%s", m.key, count[m.key], sec.label, diagStrings(diags))
+				}
+				continue
+			}
+			unique[m.key] = append(unique[m.key], m.val)
 			has := false
 			for _, e := range entries {
-				has = has || (e.name == name && e.server != nil)
+				has = has || (e.name == m.key && e.server != nil)
 			}
-			if !has && !errorFor(name) {
-				t.Fatalf("server %q of %s neither loaded nor reported:\n%s", name, labels[i], diagStrings(diags))
+			if !has && !errorFor(m.key) {
+				t.Fatalf("server %q of %s neither loaded nor reported:\n%s", m.key, sec.label, diagStrings(diags))
 			}
+		}
+	}
+	for _, e := range entries {
+		if e.server == nil {
+			continue
+		}
+		if hasDuplicateKey(e.server.Raw) {
+			t.Fatalf("server %q loaded with a duplicate key: %s", e.name, e.server.Raw)
+		}
+		from := false
+		for _, v := range unique[e.name] {
+			from = from || bytes.Equal(v, e.server.Raw)
+		}
+		if !from {
+			t.Fatalf("server %q loaded from no map that defines it exactly once: %s", e.name, e.server.Raw)
 		}
 	}
 }
@@ -230,8 +355,11 @@ func checkServer(t *testing.T, s *Server, src Source, data []byte) {
 // is deterministic; every diagnostic names the file with a line and column
 // and wraps ErrInvalidConfig or ErrMalformedJSON; every name in a server map
 // (as encoding/json reads it) is either a loaded, valid server or named by an
-// error; loaded servers satisfy the validation rules; a project file never
-// sends a process secret to its url or headers.
+// error; a duplicate key is never accepted silently (no loaded server holds
+// one, a repeated name or server map key is named by an error, and a loaded
+// server comes from a map that defines its name once); loaded servers
+// satisfy the validation rules; a project file never sends a process secret
+// to its url or headers.
 func FuzzParseFile(f *testing.F) {
 	for _, s := range configSeeds {
 		f.Add([]byte(s), false)
@@ -285,14 +413,18 @@ func FuzzClaudeProjects(f *testing.F) {
 		}
 		checkDoc(t, path, data, LevelUser, sections, entries, diags)
 		// The project's entries come first, in the order of its map.
-		maps, _, ok := sectionMaps(blankJSONC(data), sections[:1])
-		if ok && len(maps) == 1 && maps[0] != nil {
-			n := len(maps[0])
+		maps, ok := sectionMaps(blankJSONC(data), sections[:1])
+		if ok && len(maps) == 1 && maps[0].members != nil {
+			names := map[string]bool{}
+			for _, m := range maps[0].members {
+				names[m.key] = true
+			}
+			n := len(names) // a repeated name is one (invalid) entry
 			if len(entries) < n {
 				t.Fatalf("%d entries, project map has %d names", len(entries), n)
 			}
 			for _, e := range entries[:n] {
-				if _, in := maps[0][e.name]; !in {
+				if !names[e.name] {
 					t.Fatalf("entry %q before the project's own entries", e.name)
 				}
 			}

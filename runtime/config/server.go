@@ -33,10 +33,15 @@
 // a directory, device, FIFO or socket, or a larger file, is an error
 // diagnostic for that file (ReadFile), and the other files still load.
 //
-// Within one object a repeated name keeps its last definition (as JSON parsers
-// do) with a warning. An invalid definition still claims its name: it is
-// skipped with an error and lower-priority definitions of the name stay
-// shadowed, so a broken override never silently falls back. A winning
+// A duplicate key is an error, never resolved, since JSON readers disagree
+// on which occurrence counts (an editor shows the first, encoding/json keeps
+// the last): a key repeated anywhere within a server entry (two "command"s,
+// two env.TOKEN) rejects that server; a name repeated within one server map
+// rejects every definition of the name, and its first position claims the
+// name; a repeated key on the way to a server map ("mcpServers" twice at the
+// top level) loads nothing from that map. An invalid definition claims its
+// name: it is skipped with an error and lower-priority definitions of the
+// name stay shadowed, so a broken override never silently falls back. A winning
 // definition with "enabled": false goes to Result.Disabled and is never
 // connected. With Options.SkipProjectConfig, project-level files are parsed
 // only to list their servers in Result.Dropped: they claim no names and their
