@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcplife/mcplife/internal/textsafe"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
@@ -82,19 +83,19 @@ func WriteSVG(w io.Writer, evs []event.Event, opts Options) error {
 }
 
 // WriteHTML writes a self-contained HTML page with the SVG picture and the
-// list of events under it.
+// list of events under it; the page is also well-formed XML.
 func WriteHTML(w io.Writer, evs []event.Event, opts Options) error {
 	var b strings.Builder
 	title := opts.Title
 	if title == "" {
 		title = "timeline"
 	}
-	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>%s</title>\n", html.EscapeString(title))
+	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>%s</title>\n", esc(title))
 	b.WriteString("<style>body{font-family:sans-serif;margin:16px;color:#212121}pre{font-size:12px;line-height:1.35}summary{cursor:pointer}</style>\n</head>\n<body>\n")
 	b.WriteString(Build(evs).SVG(opts))
 	fmt.Fprintf(&b, "<details>\n<summary>%d events</summary>\n<pre>", len(evs))
 	for _, e := range evs {
-		b.WriteString(html.EscapeString(e.String()))
+		b.WriteString(esc(e.String()))
 		b.WriteByte('\n')
 	}
 	b.WriteString("</pre>\n</details>\n</body>\n</html>\n")
@@ -121,7 +122,17 @@ func f(v float64) string {
 	return strings.TrimSuffix(s, ".0")
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// esc makes s safe as XML character data or an attribute value: the
+// characters XML 1.0 forbids, and the control and bidirectional characters
+// a server's text may hold, become visible escapes (textsafe.Block; newlines
+// stay), then markup is escaped. Every string drawn goes through esc, so
+// the SVG and the HTML page are well-formed XML whatever the events hold.
+func esc(s string) string { return html.EscapeString(textsafe.Block(s)) }
+
+// label returns s as a one-line label of at most n characters: escapes
+// first (textsafe.Line), so that a cut never splits what a control
+// character stands for into invisible pieces, then truncate and esc.
+func label(s string, n float64) string { return esc(truncate(textsafe.Line(s), n)) }
 
 // SVG renders the timeline.
 func (t *Timeline) SVG(opts Options) string {
@@ -162,7 +173,7 @@ func (t *Timeline) SVG(opts Options) string {
 		width, c.height, width, c.height)
 	fmt.Fprintf(b, "<title>%s</title>\n", esc(title))
 	fmt.Fprintf(b, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", width, c.height)
-	fmt.Fprintf(b, "<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\" fill=\"#212121\">%s</text>\n", esc(truncate(title, float64(width-24)/9)))
+	fmt.Fprintf(b, "<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\" fill=\"#212121\">%s</text>\n", label(title, float64(width-24)/9))
 	fmt.Fprintf(b, "<text x=\"12\" y=\"42\" fill=\"#616161\">%s</text>\n",
 		esc(fmt.Sprintf("%s, %s end to end; %d events, %d lanes; hover a mark for its events", axis, FormatDuration(t.End), t.Events, len(t.Lanes))))
 
@@ -178,7 +189,7 @@ func (t *Timeline) SVG(opts Options) string {
 			fill = "#f2f4f7"
 		}
 		fmt.Fprintf(b, "<rect x=\"4\" y=\"%s\" width=\"%d\" height=\"%s\" fill=\"%s\" stroke=\"#e0e0e0\"/>\n", f(top-2), width-8, f(h+4), fill)
-		fmt.Fprintf(b, "<text x=\"12\" y=\"%s\" font-weight=\"bold\" font-size=\"12\" fill=\"#212121\">%s</text>\n", f(top+15), esc(truncate(l.Name, 13)))
+		fmt.Fprintf(b, "<text x=\"12\" y=\"%s\" font-weight=\"bold\" font-size=\"12\" fill=\"#212121\">%s</text>\n", f(top+15), label(l.Name, 13))
 	}
 
 	// Axis and grid.
@@ -195,7 +206,7 @@ func (t *Timeline) SVG(opts Options) string {
 	for i, l := range t.Lanes {
 		y := laneTops[i]
 		for _, r := range l.Rows {
-			fmt.Fprintf(b, "<text x=\"%d\" y=\"%s\" text-anchor=\"end\" fill=\"#757575\">%s</text>\n", labelWidth-8, f(y+15), esc(truncate(r.Name, 14)))
+			fmt.Fprintf(b, "<text x=\"%d\" y=\"%s\" text-anchor=\"end\" fill=\"#757575\">%s</text>\n", labelWidth-8, f(y+15), label(r.Name, 14))
 			for si, sub := range r.Bars {
 				sy := y + float64(si)*rowHeight
 				for _, bar := range sub {
@@ -238,8 +249,8 @@ func (c *canvas) bar(bar Bar, y float64) {
 	by := y + (rowHeight-barHeight)/2
 	fmt.Fprintf(&c.b, "<g><title>%s</title><rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%d\" rx=\"2\" fill=\"%s\" stroke=\"%s\" stroke-width=\"%s\"/>",
 		esc(bar.Tip), f(x1), f(by), f(w), barHeight, p[0], stroke, sw)
-	if label := truncate(bar.Label, (w-6)/charWidth); label != "" && w >= 24 {
-		fmt.Fprintf(&c.b, "<text x=\"%s\" y=\"%s\" fill=\"#212121\">%s</text>", f(x1+4), f(by+11), esc(label))
+	if text := label(bar.Label, (w-6)/charWidth); text != "" && w >= 24 {
+		fmt.Fprintf(&c.b, "<text x=\"%s\" y=\"%s\" fill=\"#212121\">%s</text>", f(x1+4), f(by+11), text)
 	}
 	c.b.WriteString("</g>\n")
 }
