@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/internal/doctor"
+	"github.com/mcplife/mcplife/internal/textsafe"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
@@ -115,7 +116,7 @@ func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	d, err := doctor.Start(ctx, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "harness doctor: %v\n", err)
+		fmt.Fprintf(stderr, "harness doctor: %s\n", textsafe.Line(err.Error()))
 		return 2
 	}
 	closed := false

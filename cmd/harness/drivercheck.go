@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/conformance"
+	"github.com/mcplife/mcplife/internal/textsafe"
 	"github.com/mcplife/mcplife/runtime/driver"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/proctest"
@@ -512,16 +513,17 @@ func echoTool(tools []driver.Tool) string {
 func ptrTo[T any](v T) *T { return &v }
 
 func printCheckHeader(w io.Writer, impl string) {
-	fmt.Fprintf(w, "driver-check: %s (protocol %s)\n", impl, driver.ProtocolVersion)
+	fmt.Fprintf(w, "driver-check: %s (protocol %s)\n", textsafe.Line(impl), driver.ProtocolVersion)
 }
 
 func printStep(w io.Writer, s checkStep) {
 	status := map[string]string{"ok": "ok  ", "fail": "FAIL", "skip": "skip"}[s.Status]
-	fmt.Fprintf(w, "  %s  %-15s %s\n", status, s.Name, s.Detail)
+	fmt.Fprintf(w, "  %s  %-15s %s\n", status, s.Name, textsafe.Line(s.Detail))
 }
 
 // printCheckReport prints the problems of rep and the verdict for a
-// terminal; the header and the steps were shown as the check ran.
+// terminal; the header and the steps were shown as the check ran. What the
+// driver wrote (messages, lines, stderr) is shown through textsafe.
 func printCheckReport(w io.Writer, rep *checkReport) {
 	if len(rep.Problems) > 0 {
 		fmt.Fprintf(w, "\n%d problem(s):\n", len(rep.Problems))
@@ -530,9 +532,9 @@ func printCheckReport(w io.Writer, rep *checkReport) {
 			if p.Pointer != "" {
 				where += " " + p.Pointer
 			}
-			fmt.Fprintf(w, "%3d. [%s] %s\n", i+1, where, p.Message)
+			fmt.Fprintf(w, "%3d. [%s] %s\n", i+1, textsafe.Line(where), textsafe.Line(p.Message))
 			if p.Line != "" {
-				fmt.Fprintf(w, "     line: %s\n", p.Line)
+				fmt.Fprintf(w, "     line: %s\n", textsafe.Line(p.Line))
 			}
 		}
 		if rep.Stderr != "" {
@@ -540,10 +542,13 @@ func printCheckReport(w io.Writer, rep *checkReport) {
 			if len(lines) > 10 {
 				lines = lines[len(lines)-10:]
 			}
+			for i, l := range lines {
+				lines[i] = textsafe.Block(l)
+			}
 			fmt.Fprintf(w, "\ndriver stderr (last %d lines):\n  %s\n", len(lines), strings.Join(lines, "\n  "))
 		}
-		fmt.Fprintf(w, "\ndriver-check: FAIL, %d problem(s); fix them before running harness conformance -impl '%s'\n", len(rep.Problems), rep.Impl)
+		fmt.Fprintf(w, "\ndriver-check: FAIL, %d problem(s); fix them before running harness conformance -impl '%s'\n", len(rep.Problems), textsafe.Line(rep.Impl))
 		return
 	}
-	fmt.Fprintf(w, "\ndriver-check: OK; next: harness conformance -impl '%s'\n", rep.Impl)
+	fmt.Fprintf(w, "\ndriver-check: OK; next: harness conformance -impl '%s'\n", textsafe.Line(rep.Impl))
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcplife/mcplife/internal/textsafe"
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/host"
@@ -177,13 +178,14 @@ func runMCPClient(args []string, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep)
 	} else {
-		fmt.Fprintf(stdout, "scenario %s: tools [%s]", orNone(rep.Scenario), strings.Join(rep.Tools, ", "))
+		// The tool names, the result and errors come from the server.
+		fmt.Fprintf(stdout, "scenario %s: tools [%s]", textsafe.Line(orNone(rep.Scenario)), textsafe.Line(strings.Join(rep.Tools, ", ")))
 		if rep.Called != "" {
-			fmt.Fprintf(stdout, "; called %s: %s", rep.Called, clipLine(rep.Result, 120))
+			fmt.Fprintf(stdout, "; called %s: %s", textsafe.Line(rep.Called), clipLine(textsafe.Line(rep.Result), 120))
 		}
 		fmt.Fprintln(stdout)
 		if err != nil {
-			fmt.Fprintf(stderr, "harness mcp-client: %v\n", err)
+			fmt.Fprintf(stderr, "harness mcp-client: %s\n", textsafe.Line(err.Error()))
 		}
 	}
 	if err != nil || rep.IsError {

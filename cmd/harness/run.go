@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/mcplife/mcplife/internal/shard"
+	"github.com/mcplife/mcplife/internal/textsafe"
 	"github.com/mcplife/mcplife/runtime/driver"
 	"github.com/mcplife/mcplife/scenarios"
 )
@@ -136,14 +138,14 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		case errors.Is(err, scenarios.ErrNoMatch):
 			fmt.Fprintf(stderr, "harness run: no scenario matches -run %q (harness list shows them)\n", *runPattern)
 		case errors.As(err, &ve):
-			fmt.Fprintf(stderr, "harness run: %s: %v\n", describeImpl(*impl), err)
+			fmt.Fprintf(stderr, "harness run: %s: %s\n", describeImpl(*impl), textsafe.Line(err.Error()))
 		default:
 			fmt.Fprintf(stderr, "harness run: cannot use %s: %v\n", describeImpl(*impl), oneLine(err))
 		}
 		return 2
 	}
 	fmt.Fprintf(stdout, "%d passed, %d failed, %d skipped (implementation %s %s; wall %.2fs, virtual time covered %.3fs)\n",
-		rep.Passed, rep.Failed, rep.Skipped, rep.Hello.Implementation.Name, rep.Hello.Implementation.Version,
+		rep.Passed, rep.Failed, rep.Skipped, textsafe.Line(rep.Hello.Implementation.Name), textsafe.Line(rep.Hello.Implementation.Version),
 		rep.Wall.Seconds(), rep.Virtual.Seconds())
 	if *jsonFile != "" {
 		if err := writeJSONReport(*jsonFile, rep); err != nil {
@@ -174,27 +176,31 @@ func describeImpl(impl string) string {
 	if impl == "" {
 		return "the reference driver"
 	}
-	return fmt.Sprintf("driver %q", impl)
+	return "driver " + textsafe.Line(strconv.Quote(impl))
 }
 
+// oneLine returns err's message on one line, safe for a terminal
+// (textsafe.Line).
 func oneLine(err error) string {
-	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+	return textsafe.Line(strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
 }
 
 // printResult prints the progress line of one scenario and, for failures
-// (or with -v), its log indented.
+// (or with -v), its log indented. The name, the reason and the log may
+// quote a server or a driver: they are shown through textsafe.
 func printResult(w io.Writer, r scenarios.Result, verbose bool) {
+	name, reason := textsafe.Line(r.Name), textsafe.Line(r.Reason)
 	switch r.Status {
 	case "pass":
-		fmt.Fprintf(w, "ok    %-45s %6.2fs  virtual %s\n", r.Name, r.Duration.Seconds(), fmtVirtual(r.Virtual))
+		fmt.Fprintf(w, "ok    %-45s %6.2fs  virtual %s\n", name, r.Duration.Seconds(), fmtVirtual(r.Virtual))
 	case "fail":
-		fmt.Fprintf(w, "FAIL  %-45s %6.2fs  %s\n", r.Name, r.Duration.Seconds(), r.Reason)
+		fmt.Fprintf(w, "FAIL  %-45s %6.2fs  %s\n", name, r.Duration.Seconds(), reason)
 	default:
-		fmt.Fprintf(w, "skip  %-45s %6.2fs  %s\n", r.Name, r.Duration.Seconds(), r.Reason)
+		fmt.Fprintf(w, "skip  %-45s %6.2fs  %s\n", name, r.Duration.Seconds(), reason)
 	}
 	if r.Status == "fail" || verbose {
 		for _, line := range strings.Split(strings.TrimRight(r.Log, "\n"), "\n") {
-			fmt.Fprintf(w, "      %s\n", line)
+			fmt.Fprintf(w, "      %s\n", textsafe.Block(line))
 		}
 	}
 }
