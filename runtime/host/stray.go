@@ -39,7 +39,9 @@ type strayTransport struct {
 	inner  mcp.Transport
 	report func(id jsonrpc.ID, reason string, n int)
 	fatal  bool // the stray-reply-fatal defect
-	conn   atomic.Pointer[strayConn]
+	// maxIncoming bounds the server's requests in flight (inflight.go).
+	maxIncoming int
+	conn        atomic.Pointer[strayConn]
 }
 
 // strayGuard wraps t to report stray replies of s, unless t is a
@@ -48,7 +50,7 @@ func (s *server) strayGuard(t mcp.Transport) mcp.Transport {
 	if _, ok := t.(*mcp.StreamableClientTransport); ok {
 		return t
 	}
-	return &strayTransport{inner: t, fatal: s.rt.faults.on(faultStrayReplyFatal), report: func(id jsonrpc.ID, reason string, n int) {
+	return &strayTransport{inner: t, fatal: s.rt.faults.on(faultStrayReplyFatal), maxIncoming: MaxServerRequests, report: func(id jsonrpc.ID, reason string, n int) {
 		// The 1st, 2nd, 4th, 8th... of each reason, like transport.noise.
 		if bits.OnesCount(uint(n)) == 1 {
 			s.emit(event.TransportStrayReply, event.String("id", idSample(id)), event.String("reason", reason), event.Int("replies", n))
@@ -62,7 +64,8 @@ func (t *strayTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &strayConn{Connection: c, report: t.report, fatal: t.fatal, pending: make(map[jsonrpc.ID]struct{})}
+	sc := &strayConn{Connection: c, report: t.report, fatal: t.fatal, pending: make(map[jsonrpc.ID]struct{}),
+		maxIncoming: t.maxIncoming, incoming: make(map[jsonrpc.ID]struct{})}
 	t.conn.Store(sc)
 	return sc, nil
 }
@@ -80,6 +83,10 @@ type strayConn struct {
 	strays    [2]int // unknown, duplicate
 	closed    bool   // Close was called
 	readErr   error  // the first read failure before Close (readfail.go)
+
+	maxIncoming int                     // see strayTransport
+	incoming    map[jsonrpc.ID]struct{} // the server's requests read, not yet answered (inflight.go)
+	flooded     bool                    // the server went past maxIncoming
 }
 
 // idRing remembers the last strayMemory ids put in it.
@@ -118,6 +125,9 @@ func (r *idRing) has(id jsonrpc.ID) bool {
 func (c *strayConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			return c.writeAnswer(ctx, resp)
+		}
 		return c.Connection.Write(ctx, msg)
 	}
 	if req.ID.IsValid() {
@@ -162,6 +172,11 @@ func (c *strayConn) forget(params json.RawMessage) {
 // Read passes every message on, noting replies that match no request.
 func (c *strayConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil {
+		if ferr := c.admit(req); ferr != nil {
+			msg, err = nil, ferr
+		}
+	}
 	if err != nil {
 		c.noteReadFailure(ctx, err)
 	}
