@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -48,10 +47,11 @@ func (o *PendingOpen) Report() *driver.StartReport {
 	ginkgo.GinkgoHelper()
 	ctx, cancel := o.h.awaitCtx()
 	defer cancel()
+	start := time.Now()
 	select {
 	case <-o.done:
 	case <-ctx.Done():
-		o.h.fail("waited %v for the response to session.open", o.h.s.cfg.AwaitTimeout)
+		o.h.fail("%s\n  awaited: the response to session.open", o.h.waitEnded(ctx, start))
 	}
 	o.h.must(o.err, "session.open")
 	return &o.rep.Report
@@ -132,9 +132,10 @@ func (h *H) Result(id string) driver.CallResult {
 }
 
 // ResultWithin waits at most d of real time for the outcome of a call and
-// reports whether it came.
+// reports whether it came; with the virtual clock the wait also ends when
+// the implementation goes idle without it.
 func (h *H) ResultWithin(id string, d time.Duration) (driver.CallResult, bool) {
-	ctx, cancel := context.WithTimeout(h.ctx, d)
+	ctx, cancel := h.boundCtx(d)
 	defer cancel()
 	r, err := h.Client().AwaitCall(ctx, id)
 	return r, err == nil
@@ -199,8 +200,8 @@ func (h *H) AwaitStatus(name, what string, want func(driver.ServerStatus) bool) 
 			return st
 		}
 		if _, err := h.Client().Await(ctx, seq, event.Matcher{}); err != nil {
-			h.fail("await timed out after %v of real time (-await-timeout %v): %v\n  awaited: status of %q: %s\n  last status: state=%s error=%q",
-				time.Since(start).Round(time.Millisecond), h.s.cfg.AwaitTimeout, err, name, what, st.State, st.Error)
+			h.fail("%s: %v\n  awaited: status of %q: %s\n  last status: state=%s error=%q",
+				h.waitEnded(ctx, start), err, name, what, st.State, st.Error)
 		}
 	}
 }

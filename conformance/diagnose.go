@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -43,14 +44,33 @@ func (h *H) EventuallySeen(what string, cond func() bool, seen func() string) {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
+			if cond() {
+				return
+			}
 			var b strings.Builder
-			fmt.Fprintf(&b, "await timed out after %v of real time (-await-timeout %v)\n  awaited: %s", time.Since(start).Round(time.Millisecond), h.s.cfg.AwaitTimeout, what)
+			fmt.Fprintf(&b, "%s\n  awaited: %s", h.waitEnded(ctx, start), what)
 			if seen != nil {
 				fmt.Fprintf(&b, "\n  seen instead: %s", seen())
 			}
 			h.fail("%s", b.String())
 		}
 	}
+}
+
+// waitEnded says why a wait bounded by awaitCtx ended: the implementation
+// went idle, or the await timeout passed.
+func (h *H) waitEnded(ctx context.Context, start time.Time) string {
+	took := time.Since(start).Round(time.Millisecond)
+	if err := context.Cause(ctx); isIdle(err) {
+		return fmt.Sprintf("await failed after %v of real time: %v", took, err)
+	}
+	msg := fmt.Sprintf("await timed out after %v of real time (-await-timeout %v)", took, h.s.cfg.AwaitTimeout)
+	if h.Virtual() && h.c != nil {
+		if busy := h.idleView().busy(); busy != "" {
+			msg += " (still in flight: " + busy + ")"
+		}
+	}
+	return msg
 }
 
 // recentContext is the tail of the event stream and of every journal, for

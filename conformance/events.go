@@ -37,8 +37,7 @@ func (h *H) AwaitAfter(seq uint64, m event.Matcher) event.Event {
 	start := time.Now()
 	e, err := h.Client().Await(ctx, seq, m)
 	if err != nil {
-		h.fail("await timed out after %v of real time (-await-timeout %v): %v\n  awaited: an event matching %s after seq %d",
-			time.Since(start).Round(time.Millisecond), h.s.cfg.AwaitTimeout, err, m, seq)
+		h.fail("%s: %v\n  awaited: an event matching %s after seq %d", h.waitEnded(ctx, start), err, m, seq)
 	}
 	return e
 }

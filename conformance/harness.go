@@ -35,6 +35,10 @@ type H struct {
 	calls    int
 	acquires int
 
+	// contradictions end every wait at once when one returns a reason
+	// (Unless).
+	contradictions []func() string
+
 	claims   []*Claim
 	observed []observation
 	errs     []string // teardown failures
@@ -66,11 +70,6 @@ func (h *H) must(err error, what string) {
 	if err != nil {
 		h.fail("%s: %v", what, err)
 	}
-}
-
-// awaitCtx bounds one wait.
-func (h *H) awaitCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(h.ctx, h.s.cfg.AwaitTimeout)
 }
 
 // Virtual reports whether the run uses the virtual clock.

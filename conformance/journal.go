@@ -85,11 +85,20 @@ func (h *H) readJournal(key string) JournalEntries {
 	if !ok {
 		return nil
 	}
-	es, err := fixture.ReadJournal(p)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	es, err := readJournalFile(p)
+	if err != nil {
 		return nil
 	}
 	return es
+}
+
+// readJournalFile reads a journal file; a missing one has no entries.
+func readJournalFile(path string) (JournalEntries, error) {
+	es, err := fixture.ReadJournal(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return es, nil
 }
 
 // Journal reads the fixture journal named key.

@@ -221,6 +221,8 @@ type state struct {
 	// applied counts the specs that applied to the driver and ran their
 	// body; specs run one at a time.
 	applied int
+	// idle paces the idle detector (idle.go) for the whole run.
+	idle idlePace
 }
 
 var suite *state

@@ -54,7 +54,9 @@ func (h *H) checkProcessesGone() []string {
 	for _, key := range slices.Sorted(maps.Keys(h.journals)) {
 		j := h.readJournal(key)
 		for _, pid := range j.AllPIDs() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			// The driver has shut down: with the virtual clock the wait
+			// also ends once nothing changes any more.
+			ctx, cancel := h.boundCtxFrom(context.Background(), 5*time.Second)
 			err := proctest.WaitGone(ctx, pid)
 			cancel()
 			if err != nil {

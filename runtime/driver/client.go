@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -384,6 +386,19 @@ func (c *Client) wait(ctx context.Context, what string, cond func() bool) error 
 			return fmt.Errorf("driver: awaiting %s: %w", what, context.Cause(ctx))
 		}
 	}
+}
+
+// Outstanding returns the methods of the requests sent and not answered
+// yet, oldest first.
+func (c *Client) Outstanding() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := slices.Sorted(maps.Keys(c.pending))
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = c.pending[id].Method
+	}
+	return out
 }
 
 // Events returns every event received so far, in order.

@@ -67,6 +67,12 @@ func Alive(pid int) bool {
 	return ok && state != "Z" && state != "X"
 }
 
+// Reaped reports whether pid has left the process table: it exited and its
+// parent collected its status (a zombie is dead but not reaped).
+func Reaped(pid int) bool {
+	return syscall.Kill(pid, 0) == syscall.ESRCH
+}
+
 // Descendants describes every live process descending from pid, as
 // "pid (command)".
 func Descendants(pid int) []string {
