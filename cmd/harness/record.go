@@ -128,6 +128,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "harness record: %s: no usable server\n", *cfgFile)
 		return 1
 	}
+	// The trace keeps the session's secrets out (record_redact.go).
+	secrets := traceSecrets(res.Servers, os.LookupEnv)
 	tr := &repro.Trace{Format: repro.Format, Recorded: time.Now().UTC().Format(time.RFC3339), Config: *cfgFile, Servers: map[string]repro.Server{}}
 	inline := map[string]json.RawMessage{}
 	for _, srv := range res.Servers {
@@ -136,9 +138,12 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "harness record: %s: server %s: %v\n", *cfgFile, srv.Name, err)
 			return 1
 		}
-		ts := repro.Server{Transport: string(srv.EffectiveType()), URL: srv.URL, ToolTimeoutMS: srv.ToolTimeout.Milliseconds()}
+		ts := repro.Server{Transport: string(srv.EffectiveType()), ToolTimeoutMS: srv.ToolTimeout.Milliseconds()}
+		if srv.URL != "" {
+			ts.URL = writtenURL(srv, secrets)
+		}
 		if srv.EffectiveType() == config.Stdio {
-			ts.Command = append([]string{srv.Command}, srv.Args...)
+			ts.Command = writtenCommand(srv, secrets)
 			ts.Proxied = true
 			pargs := []string{"proxy", "-journal", filepath.Join(work, srv.Name+".journal"),
 				"-control", "127.0.0.1:0", "-control-file", filepath.Join(work, srv.Name+".control"), "--", srv.Command}
@@ -264,8 +269,23 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	if tr, err = redactTrace(tr, secrets); err != nil {
+		fmt.Fprintf(stderr, "harness record: %v\n", err)
+		return 1
+	}
 	if err := repro.Write(*out, tr); err != nil {
 		fmt.Fprintf(stderr, "harness record: %v\n", err)
+		return 1
+	}
+	// The last check: a secret that got past the redaction (in a form it
+	// does not know) never stays on disk.
+	written, err := os.ReadFile(*out)
+	if marker, found := secrets.Find(written); err == nil && found {
+		err = fmt.Errorf("it holds a secret of the session (%s) after redaction", marker)
+	}
+	if err != nil {
+		_ = os.Remove(*out)
+		fmt.Fprintf(stderr, "harness record: %s: %v; the trace was removed\n", *out, err)
 		return 1
 	}
 	if *jsonOut {

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"regexp"
+	"slices"
 
 	"github.com/mcplife/mcplife/internal/faultenv"
 )
@@ -39,4 +40,17 @@ func mapLookup(m map[string]string) func(string) (string, bool) {
 		v, ok := m[k]
 		return v, ok
 	}
+}
+
+// References returns the names of the variables s refers to with ${VAR} or
+// ${VAR:-default}, in order of first reference, each once: the variables
+// whose values Expand may put into s.
+func References(s string) []string {
+	var names []string
+	for _, m := range varRef.FindAllStringSubmatch(s, -1) {
+		if !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	return names
 }

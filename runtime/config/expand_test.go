@@ -1,6 +1,9 @@
 package config
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestExpand(t *testing.T) {
 	env := envOf("A", "1", "B", "two", "EMPTY", "")
@@ -33,5 +36,18 @@ func TestExpand(t *testing.T) {
 	t.Setenv("MCPLIFE_EXPAND_TEST", "proc")
 	if got := Expand("${MCPLIFE_EXPAND_TEST}", nil); got != "proc" {
 		t.Errorf("nil lookup: %q", got)
+	}
+}
+
+func TestReferences(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"--token=${TOKEN} ${HOME}/x ${TOKEN} ${D:-dflt}", "TOKEN HOME D"},
+		{"$A ${1BAD} ${A ${input:x}", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(References(tt.in), " "); got != tt.want {
+			t.Errorf("References(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
