@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
+
+	"github.com/mcplife/mcplife/internal/idle"
 )
 
 // This file holds awaiting with a bound and what a failure message carries:
@@ -61,12 +63,12 @@ func (h *H) EventuallySeen(what string, cond func() bool, seen func() string) {
 // went idle, or the await timeout passed.
 func (h *H) waitEnded(ctx context.Context, start time.Time) string {
 	took := time.Since(start).Round(time.Millisecond)
-	if err := context.Cause(ctx); isIdle(err) {
+	if err := context.Cause(ctx); idle.Decided(err) {
 		return fmt.Sprintf("await failed after %v of real time: %v", took, err)
 	}
 	msg := fmt.Sprintf("await timed out after %v of real time (-await-timeout %v)", took, h.s.cfg.AwaitTimeout)
 	if h.Virtual() && h.c != nil {
-		if busy := h.idleView().busy(); busy != "" {
+		if busy := h.idleSource().Busy(); busy != "" {
 			msg += " (still in flight: " + busy + ")"
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
+
+	"github.com/mcplife/mcplife/internal/idle"
 	"github.com/onsi/ginkgo/v2/types"
 	"github.com/onsi/gomega"
 
@@ -222,7 +224,7 @@ type state struct {
 	// body; specs run one at a time.
 	applied int
 	// idle paces the idle detector (idle.go) for the whole run.
-	idle idlePace
+	idle idle.Pace
 }
 
 var suite *state

@@ -140,7 +140,7 @@ func cmdAwait(s *state, _ bool, args []string) {
 			if after != "" {
 				what += " after mark " + after
 			}
-			cause := fmt.Sprintf("nothing matched within %v", timeoutOr(timeout, s.run.awaitTimeout))
+			cause := "nothing matched " + s.ended(ctx, timeout)
 			if ctx.Err() == nil {
 				cause = err.Error()
 			}
@@ -284,8 +284,8 @@ func cmdAwaitJournal(s *state, _ bool, args []string) {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			s.fatalWithTails("await-journal: waited for %d %s entries in %s, have %d after %v",
-				n, describeJournalMatch(kind, fields), file, got, timeoutOr(timeout, s.run.awaitTimeout))
+			s.fatalWithTails("await-journal: waited for %d %s entries in %s, have %d %s",
+				n, describeJournalMatch(kind, fields), file, got, s.ended(ctx, timeout))
 		}
 	}
 }

@@ -269,6 +269,7 @@ func cmdStart(s *state, _ bool, args []string) {
 		s.fatalf("start: %v", err)
 	}
 	s.client = c
+	s.clock = clockMode
 	ctx, cancel := s.timeoutCtx(0)
 	defer cancel()
 	h, err := c.Hello(ctx)
@@ -367,7 +368,7 @@ func (s *state) finishRequest(req *bgRequest, timeout time.Duration, exps []expe
 	select {
 	case <-req.done:
 	case <-ctx.Done():
-		s.fatalWithTails("%s %s: no answer to %s within %v", req.verb, req.arg, req.method, timeoutOr(timeout, s.run.awaitTimeout))
+		s.fatalWithTails("%s %s: no answer to %s %s", req.verb, req.arg, req.method, s.ended(ctx, timeout))
 	}
 	delete(s.pending, strings.TrimSpace(req.verb+" "+req.arg))
 	if req.err != nil {
@@ -603,8 +604,8 @@ func cmdAwaitTools(s *state, _ bool, args []string) {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			s.fatalWithTails("await-tools %s: the tool list did not meet the expectations within %v:\n  %s\ntools: %s",
-				session, timeoutOr(timeout, s.run.awaitTimeout), strings.Join(bad, "\n  "), got["names"])
+			s.fatalWithTails("await-tools %s: the tool list did not meet the expectations %s:\n  %s\ntools: %s",
+				session, s.ended(ctx, timeout), strings.Join(bad, "\n  "), got["names"])
 		}
 	}
 }
@@ -678,7 +679,7 @@ func cmdResult(s *state, _ bool, args []string) {
 	defer cancel()
 	r, err := c.AwaitCall(ctx, id)
 	if err != nil {
-		s.fatalWithTails("result %s: no call_result within %v: %v", id, timeoutOr(timeout, s.run.awaitTimeout), err)
+		s.fatalWithTails("result %s: no call_result %s: %v", id, s.ended(ctx, timeout), err)
 	}
 	got := renderCall(r)
 	s.print(got)
@@ -723,7 +724,7 @@ func cmdAcquired(s *state, _ bool, args []string) {
 	defer cancel()
 	r, err := c.AwaitAcquire(ctx, args[0])
 	if err != nil {
-		s.fatalWithTails("acquired %s: no acquire_result within %v: %v", args[0], timeoutOr(timeout, s.run.awaitTimeout), err)
+		s.fatalWithTails("acquired %s: no acquire_result %s: %v", args[0], s.ended(ctx, timeout), err)
 	}
 	got := map[string]string{"ok": strconv.FormatBool(r.OK), "code": "", "message": ""}
 	if r.Error != nil {
@@ -844,8 +845,8 @@ func cmdAwaitStatus(s *state, _ bool, args []string) {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			s.fatalWithTails("await-status %s: the status did not meet the expectations within %v:\n  %s\n%s",
-				name, timeoutOr(timeout, s.run.awaitTimeout), s.sanitize(strings.Join(bad, "\n  ")), s.sanitize(renderMap(got)))
+			s.fatalWithTails("await-status %s: the status did not meet the expectations %s:\n  %s\n%s",
+				name, s.ended(ctx, timeout), s.sanitize(strings.Join(bad, "\n  ")), s.sanitize(renderMap(got)))
 		}
 	}
 }
@@ -1018,7 +1019,7 @@ func cmdAwaitTimer(s *state, _ bool, args []string) {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			s.fatalWithTails("await-timer: no timer due in exactly %v was pending within %v; pending: %v", want, timeoutOr(timeout, s.run.awaitTimeout), got)
+			s.fatalWithTails("await-timer: no timer due in exactly %v was pending %s; pending: %v", want, s.ended(ctx, timeout), got)
 		}
 	}
 }

@@ -60,6 +60,16 @@ func TestAwaitTimeoutNamesWhatItWaitedFor(t *testing.T) {
 		"--- journal fx.journal: last", "initialized")
 }
 
+func TestAwaitFailsWhenIdle(t *testing.T) {
+	r := only(t, runSelf(t, "^911", nil))
+	if r.Status != "fail" {
+		t.Fatalf("status %s, want fail", r.Status)
+	}
+	if !strings.Contains(r.Reason, "await: waited for restart.succeeded server=fx reason=probe-failure: nothing matched before the implementation went idle") {
+		t.Errorf("reason %q does not say the implementation went idle", r.Reason)
+	}
+}
+
 func TestScriptWithoutChecksFails(t *testing.T) {
 	r := only(t, runSelf(t, "^902", nil))
 	if r.Status != "fail" || !strings.Contains(r.Log, "ended without checking anything") {

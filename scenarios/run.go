@@ -15,6 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/mcplife/mcplife/internal/idle"
 	"github.com/mcplife/mcplife/runtime/driver"
 	"github.com/mcplife/mcplife/runtime/event"
 )
@@ -92,6 +93,8 @@ type runConfig struct {
 	closeTimeout time.Duration
 	goneTimeout  time.Duration
 	updateMu     sync.Mutex
+	// idle paces the idle detector of every script's waits.
+	idle idle.Pace
 }
 
 // VersionError is returned by Probe for a driver that speaks another

@@ -18,6 +18,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/internal/idle"
 	"github.com/mcplife/mcplife/runtime/driver"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/proctest"
@@ -41,6 +42,7 @@ type state struct {
 	stderr  *lockedBuffer // the external driver's stderr
 	closed  bool          // shutdown ran
 	lastNow time.Duration // the last virtual clock offset seen
+	clock   string        // the clock mode of the running implementation
 	// virtualDone sums the final clock offsets of earlier runs of the
 	// implementation in this script.
 	virtualDone time.Duration
@@ -140,12 +142,33 @@ func (s *state) requireClient(cmd string) *driver.Client {
 	return s.client
 }
 
-// timeoutCtx bounds one wait in real time.
+// timeoutCtx bounds one wait: by d in real time (0: the await timeout)
+// and, with the virtual clock, by the implementation going idle
+// (internal/idle), so a wait for what can no longer come fails at once.
 func (s *state) timeoutCtx(d time.Duration) (context.Context, context.CancelFunc) {
 	if d <= 0 {
 		d = s.run.awaitTimeout
 	}
-	return context.WithTimeout(s.ctx, d)
+	src := idle.Source{
+		Virtual:   s.clock == driver.ClockVirtual && !s.closed,
+		Client:    s.client,
+		Journals:  map[string]string{},
+		HoldBound: s.run.awaitTimeout,
+		Pace:      &s.run.idle,
+	}
+	for _, j := range s.journals() {
+		src.Journals[strings.TrimSuffix(filepath.Base(j), ".journal")] = j
+	}
+	return idle.Bound(s.ctx, d, src)
+}
+
+// ended says how a wait bounded by timeoutCtx(d) ended: the implementation
+// went idle, or the real-time bound passed.
+func (s *state) ended(ctx context.Context, d time.Duration) string {
+	if err := context.Cause(ctx); idle.Decided(err) {
+		return "before " + err.Error()
+	}
+	return fmt.Sprintf("within %v", timeoutOr(d, s.run.awaitTimeout))
 }
 
 // request sends a request and waits for its answer within the default

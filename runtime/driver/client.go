@@ -401,6 +401,13 @@ func (c *Client) Outstanding() []string {
 	return out
 }
 
+// Results returns how many call_result and acquire_result lines arrived.
+func (c *Client) Results() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.calls) + len(c.acquires)
+}
+
 // Events returns every event received so far, in order.
 func (c *Client) Events() []event.Event {
 	c.mu.Lock()

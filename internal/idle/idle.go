@@ -1,0 +1,637 @@
+// Package idle decides when an MCP client implementation under test, driven
+// through the driver protocol (docs/DRIVER.md) on the virtual clock, is idle:
+// nothing more can happen until the harness acts. A wait for something that
+// has not come by then never succeeds, so the conformance suite and the
+// scenario engine fail it at once instead of waiting out their real-time
+// bound: a failing requirement costs about what a passing one does. The
+// bound stays as a liveness backstop only.
+//
+// Idle is decided from evidence, never from real time passing alone:
+//
+//   - no real I/O the implementation started is unfinished: every
+//     server.connecting has its outcome (or its process is gone and
+//     collected), every probe, restart attempt, reload, stream resumption
+//     and session re-initialization has ended, every process that died has
+//     been collected, every process the implementation is stopping with a
+//     step that ends it is gone, and every tool call in flight is either cut
+//     off (its connection closed) or held on purpose by its fixture (a hang,
+//     a sleep or a dropped ping longer than the hold bound, an initialize
+//     held by the harness);
+//   - no fixture has real-time work of its own pending (a shorter hang or
+//     sleep, an armed self-exit);
+//   - no request that changes the implementation is outstanding, except
+//     those the protocol lets wait on the virtual clock (session.open,
+//     session.close, reload, server.disconnect);
+//   - all of this, the event stream, the results, every journal, the process
+//     table and the virtual clock's pending timers stay unchanged across two
+//     clock.pending round trips (barriers: the protocol writes every event
+//     emitted before a response first) a settle window apart. The window
+//     covers the short in-process steps that leave no trace (a timer's
+//     follow-up being scheduled); it grows with the round trips measured on
+//     this machine, so a loaded machine waits longer.
+//
+// Contradictions are the other early end: evidence that what a requirement
+// forbids has already happened ends a wait at once, with either clock.
+package idle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/proctest"
+)
+
+// The detector's bounds.
+const (
+	// tick is how often the detector looks at the observable state.
+	tick = 10 * time.Millisecond
+	// settleMin is the shortest settle window.
+	settleMin = 250 * time.Millisecond
+	// settleMax caps the settle window on a very slow machine.
+	settleMax = 5 * time.Second
+	// rttFactor scales the slowest barrier round trip seen into the
+	// settle window.
+	rttFactor = 25
+)
+
+// Error is the cause of a wait ended because the implementation went idle
+// before what was awaited happened.
+type Error struct {
+	// Timers are the pending virtual-clock timers when it went idle.
+	Timers []time.Duration
+	// Settle is the settle window that was observed.
+	Settle time.Duration
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("the implementation went idle: nothing in flight, no event, result, journal or process change and no timer due across two barriers %v apart (pending virtual-clock timers %v); nothing more can happen until the harness acts",
+		e.Settle.Round(time.Millisecond), e.Timers)
+}
+
+// ContradictedError is the cause of a wait ended because the evidence
+// already contradicts what was awaited (Source.Contradictions).
+type ContradictedError struct {
+	Why string
+}
+
+func (e *ContradictedError) Error() string { return "contradicted: " + e.Why }
+
+// Decided reports whether err (or a context's cause) says the wait can no
+// longer succeed: the implementation went idle, or the evidence
+// contradicted it.
+func Decided(err error) bool {
+	var ie *Error
+	var ce *ContradictedError
+	return errors.As(err, &ie) || errors.As(err, &ce)
+}
+
+// Pace adapts the settle window to the machine: it remembers the slowest
+// barrier round trip of a run. Share one Pace across the waits of a run.
+type Pace struct {
+	mu     sync.Mutex
+	maxRTT time.Duration
+}
+
+func (p *Pace) observe(rtt time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.maxRTT = max(p.maxRTT, rtt)
+}
+
+// Settle returns the current settle window.
+func (p *Pace) Settle() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return min(max(settleMin, rttFactor*p.maxRTT), settleMax)
+}
+
+// Source is what the detector reads. Its maps must not change while a
+// watch runs: pass copies.
+type Source struct {
+	// Virtual enables the idle decision (virtual clock). Contradictions
+	// are checked with either clock.
+	Virtual bool
+	// Client is the driver's client; nil once the driver has shut down
+	// (then only the fixtures and the process table are watched: the
+	// protocol's shutdown leaves no server process behind).
+	Client *driver.Client
+	// Journals maps a key to a fixture journal file; the journal whose key
+	// is a server's name is that server's.
+	Journals map[string]string
+	// Knobs maps a journal key to its fixture's environment, where known;
+	// without it a stop step that may be ignored counts as under way.
+	Knobs map[string]map[string]string
+	// HoldBound is how long a fixture must hold something for it to count
+	// as held on purpose rather than as work it will finish by itself.
+	HoldBound time.Duration
+	// Contradictions end the wait as soon as one returns a reason.
+	Contradictions []func() string
+	// Pace adapts the settle window; nil uses a fresh one.
+	Pace *Pace
+}
+
+// Bound returns a context that ends when parent does, after d, when the
+// implementation goes idle (cause *Error) or when a contradiction holds
+// (cause *ContradictedError). Call the CancelFunc when the wait is over.
+func Bound(parent context.Context, d time.Duration, src Source) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(parent, d)
+	if !src.Virtual && len(src.Contradictions) == 0 {
+		return ctx, cancel
+	}
+	if src.Pace == nil {
+		src.Pace = &Pace{}
+	}
+	ictx, stop := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		src.watch(ictx, stop)
+	}()
+	return ictx, func() {
+		stop(nil)
+		<-done
+		cancel()
+	}
+}
+
+// snapshot is the cheap observable state compared tick to tick.
+type snapshot struct {
+	lastSeq     uint64
+	results     int
+	outstanding string // requests that may change the implementation
+	journals    string // sizes
+	alive       string // live pids of process.started events and journals
+	timers      string // from the last barrier
+}
+
+// isQuery reports whether a request only reads the implementation's state:
+// harnesses poll with them, and they are answered at once.
+func isQuery(method string) bool {
+	switch method {
+	case driver.MethodToolsList, driver.MethodStatus, driver.MethodClockNow, driver.MethodClockPending, driver.MethodHello:
+		return true
+	}
+	return false
+}
+
+func (src Source) observe() snapshot {
+	var s snapshot
+	var b strings.Builder
+	keys := slices.Sorted(maps.Keys(src.Journals))
+	for _, k := range keys {
+		var n int64 = -1
+		if fi, err := os.Stat(src.Journals[k]); err == nil {
+			n = fi.Size()
+		}
+		fmt.Fprintf(&b, "%s=%d;", k, n)
+	}
+	s.journals = b.String()
+	b.Reset()
+	for _, k := range keys {
+		j, _ := read(src.Journals[k])
+		for _, pid := range j.allPIDs() {
+			fmt.Fprintf(&b, "%d:%t,", pid, proctest.Alive(pid))
+		}
+	}
+	if src.Client == nil {
+		s.alive = b.String()
+		return s
+	}
+	c := src.Client
+	s.lastSeq = c.Last()
+	s.results = c.Results()
+	var changing []string
+	for _, m := range c.Outstanding() {
+		if !isQuery(m) {
+			changing = append(changing, m)
+		}
+	}
+	s.outstanding = strings.Join(changing, ",")
+	for _, e := range c.Events() {
+		if e.Kind == event.ProcessStarted {
+			if pid := attrInt(e, "pid"); pid > 0 && proctest.Alive(pid) {
+				fmt.Fprintf(&b, "%d,", pid)
+			}
+		}
+	}
+	s.alive = b.String()
+	return s
+}
+
+// watch cancels ctx with an *Error once the implementation is idle, or
+// with a *ContradictedError once a contradiction holds.
+func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var last snapshot
+	since := time.Now()
+	barriers := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, c := range src.Contradictions {
+			if why := c(); why != "" {
+				stop(&ContradictedError{Why: why})
+				return
+			}
+		}
+		if !src.Virtual {
+			continue
+		}
+		s := src.observe()
+		s.timers = last.timers
+		if s != last {
+			last, since, barriers = s, time.Now(), 0
+			continue
+		}
+		settle := src.Pace.Settle()
+		if time.Since(since) < settle {
+			continue
+		}
+		if src.Busy() != "" {
+			since, barriers = time.Now(), 0
+			continue
+		}
+		var timers []time.Duration
+		if src.Client != nil {
+			t0 := time.Now()
+			var err error
+			if timers, err = src.Client.Pending(ctx); err != nil {
+				return
+			}
+			src.Pace.observe(time.Since(t0))
+		}
+		after := src.observe()
+		after.timers = fmt.Sprint(timers)
+		if barriers > 0 && after == last && src.Busy() == "" {
+			stop(&Error{Timers: timers, Settle: settle})
+			return
+		}
+		last, since = after, time.Now()
+		barriers = 1
+	}
+}
+
+func (src Source) Busy() string {
+	if src.Client != nil {
+		for _, m := range src.Client.Outstanding() {
+			switch {
+			case isQuery(m):
+			case m == driver.MethodSessionOpen, m == driver.MethodSessionClose, m == driver.MethodReload, m == driver.MethodServerDisconnect:
+				// These may wait on the virtual clock (DRIVER.md section 3).
+			default:
+				return "request " + m + " outstanding"
+			}
+		}
+	}
+	journals := map[string]journal{}
+	for k, p := range src.Journals {
+		j, err := read(p)
+		if err != nil {
+			return "journal " + k + " unreadable"
+		}
+		journals[k] = j
+		if why := src.fixtureWorking(k, j); why != "" {
+			return why
+		}
+	}
+	if src.Client == nil {
+		return ""
+	}
+	journalOf := func(server string) (string, journal) {
+		if j, ok := journals[server]; ok {
+			return server, j
+		}
+		return "", nil
+	}
+	evs := src.Client.Events()
+	type open struct {
+		seq  uint64
+		what string
+	}
+	opens := map[string]open{} // server + "\x00" + what -> latest opening
+	closedAt := map[string]uint64{}
+	calls := map[string]event.Event{}
+	exited := map[int]bool{}
+	var started []event.Event
+	var signaled []event.Event
+	set := func(e event.Event, what string) { opens[e.Server+"\x00"+what] = open{e.Seq, what} }
+	clear := func(e event.Event, what string) { delete(opens, e.Server+"\x00"+what) }
+	for _, e := range evs {
+		switch e.Kind {
+		case event.ServerConnecting:
+			set(e, "connect")
+		case event.ServerConnected, event.ServerFailed, event.ServerBlocked, event.ServerDisconnected, event.ServerDisabled:
+			clear(e, "connect")
+			if e.Kind != event.ServerConnected {
+				closedAt[e.Server] = e.Seq
+			}
+		case event.RestartAttempt:
+			set(e, "restart attempt")
+		case event.RestartSucceeded, event.RestartFailed, event.RestartGaveUp:
+			clear(e, "restart attempt")
+		case event.ProbeStarted:
+			set(e, "probe")
+		case event.ProbeFinished:
+			clear(e, "probe")
+		case event.ReloadStarted:
+			set(e, "reload")
+		case event.ReloadFinished:
+			clear(e, "reload")
+		case event.RemoteStreamDropped:
+			set(e, "stream resumption")
+		case event.RemoteStreamResumed, event.RemoteStreamResumeFailed:
+			clear(e, "stream resumption")
+		case event.RemoteSessionExpired:
+			set(e, "session re-initialization")
+		case event.RemoteSessionReinitialized, event.RemoteSessionReinitFailed:
+			clear(e, "session re-initialization")
+		case event.ToolCallStarted:
+			if id, ok := e.Get("call"); ok {
+				calls[id] = e
+			}
+		case event.ToolCallFinished:
+			if id, ok := e.Get("call"); ok {
+				delete(calls, id)
+			}
+		case event.TransportClosed:
+			closedAt[e.Server] = e.Seq
+			clear(e, "stream resumption")
+		case event.ProcessExited:
+			closedAt[e.Server] = e.Seq
+			exited[attrInt(e, "pid")] = true
+		case event.ProcessStarted:
+			started = append(started, e)
+		case event.ProcessSignaled:
+			signaled = append(signaled, e)
+		}
+	}
+	// reapedSince reports whether a process of server started after seq
+	// has exited and been reaped: the implementation has its exit.
+	reapedSince := func(server string, seq uint64) bool {
+		for _, e := range started {
+			if e.Server == server && e.Seq > seq && proctest.Reaped(attrInt(e, "pid")) {
+				return true
+			}
+		}
+		return false
+	}
+	for key, o := range opens {
+		server, _, _ := strings.Cut(key, "\x00")
+		if o.what == "connect" || o.what == "restart attempt" {
+			if k, j := journalOf(server); k != "" && handshakeHeld(j) {
+				continue
+			}
+			if reapedSince(server, o.seq) {
+				continue // the handshake's process is gone and collected
+			}
+			if o.what == "restart attempt" && opens[server+"\x00connect"].seq > 0 {
+				continue // the connect decides
+			}
+		}
+		if o.what == "probe" {
+			if k, j := journalOf(server); k != "" && probeHeld(j, src.HoldBound) {
+				continue
+			}
+		}
+		return fmt.Sprintf("server %s: %s in progress", server, o.what)
+	}
+	for id, e := range calls {
+		if closedAt[e.Server] > e.Seq {
+			continue // cut off: what happens to it is the implementation's decision
+		}
+		if k, j := journalOf(e.Server); k != "" && callHeld(j, src.HoldBound) {
+			continue
+		}
+		return fmt.Sprintf("call %s on %s in flight", id, e.Server)
+	}
+	for _, e := range started {
+		pid := attrInt(e, "pid")
+		if pid > 0 && !exited[pid] && !proctest.Alive(pid) && !proctest.Reaped(pid) {
+			return fmt.Sprintf("server %s: pid %d exited and is not yet collected", e.Server, pid)
+		}
+	}
+	for _, e := range signaled {
+		pid := attrInt(e, "pid")
+		if pid <= 0 || exited[pid] || !proctest.Alive(pid) {
+			continue
+		}
+		step, _ := e.Get("step")
+		if k, j := journalOf(e.Server); k == "" || !src.stepIgnored(k, j, step) {
+			return fmt.Sprintf("server %s: stop step %s of pid %d under way", e.Server, step, pid)
+		}
+	}
+	return ""
+}
+
+// fixtureWorking names real-time work a fixture will finish by itself: a
+// hang, a sleep or an armed self-exit due within the hold bound.
+func (src Source) fixtureWorking(key string, j journal) string {
+	l := latestLaunch(j)
+	if len(l) == 0 || !proctest.Alive(l[0].PID) {
+		return ""
+	}
+	h, hanging := openHang(l)
+	if hanging && time.Duration(h.Int("ms"))*time.Millisecond < src.HoldBound {
+		return "fixture " + key + ": a hang ends by itself"
+	}
+	if hanging && h.Bool("blocking") {
+		return "" // wedged: nothing else fires until the hang ends
+	}
+	if ms, ok := openSleep(l); ok && ms < src.HoldBound {
+		return "fixture " + key + ": a sleep ends by itself"
+	}
+	if a := l.last("exit-armed"); a.Seq > 0 && l.last("exit").Seq < a.Seq && time.Duration(a.Int("delayMs"))*time.Millisecond < src.HoldBound {
+		return "fixture " + key + ": a self-exit is armed"
+	}
+	return ""
+}
+
+// stepIgnored reports whether the fixture carries on after the stop step
+// (the fixture's documented behaviour; see H.stepIgnored).
+func (src Source) stepIgnored(key string, j journal, step string) bool {
+	k, known := src.Knobs[key]
+	if !known {
+		return false
+	}
+	switch step {
+	case "SIGKILL":
+		return false
+	case "SIGTERM":
+		return k["MCP_FIXTURE_IGNORE_SIGTERM"] == "1"
+	}
+	if k["MCP_FIXTURE_IGNORE_STDIN_EOF"] == "1" {
+		return true
+	}
+	h, ok := openHang(latestLaunch(j))
+	return k["MCP_FIXTURE_BLOCK_EVENT_LOOP"] == "1" && ok && h.Bool("blocking")
+}
+
+// latestLaunch returns the entries of the journal's latest launch.
+func latestLaunch(j journal) journal {
+	last := 0
+	for _, e := range j {
+		last = max(last, e.Launch)
+	}
+	var out journal
+	for _, e := range j {
+		if e.Launch == last {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// openHang returns the launch's hang that has not ended.
+func openHang(l journal) (h fixture.Entry, ok bool) {
+	s, e := l.last("hang-start"), l.last("hang-end")
+	return s, s.Seq > 0 && s.Seq > e.Seq
+}
+
+// openSleep returns the shortest duration among the launch's sleep calls
+// that have not ended.
+func openSleep(l journal) (time.Duration, bool) {
+	starts := l.where("call-start", "tool", "sleep")
+	ends := l.where("call-end", "tool", "sleep")
+	if len(starts) <= len(ends) {
+		return 0, false
+	}
+	shortest := time.Duration(-1)
+	for _, s := range starts[len(ends):] {
+		var args struct {
+			MS int64 `json:"ms"`
+		}
+		_ = json.Unmarshal([]byte(s.Str("args")), &args)
+		d := time.Duration(args.MS) * time.Millisecond
+		if shortest < 0 || d < shortest {
+			shortest = d
+		}
+	}
+	return shortest, true
+}
+
+// handshakeHeld reports whether the server's latest launch waits for the
+// harness to release its initialize (MCP_FIXTURE_INIT_WAIT_FILE).
+func handshakeHeld(j journal) bool {
+	l := latestLaunch(j)
+	if len(l) == 0 || !proctest.Alive(l[0].PID) {
+		return false
+	}
+	w := l.last("init-wait")
+	if w.Seq == 0 || l.last("initialize").Seq > w.Seq {
+		return false
+	}
+	_, err := os.Stat(w.Str("file"))
+	return err != nil
+}
+
+// callHeld reports whether the server's latest launch holds a tool call on
+// purpose for longer than bound: a hang or a sleep.
+func callHeld(j journal, bound time.Duration) bool {
+	l := latestLaunch(j)
+	if len(l) == 0 || !proctest.Alive(l[0].PID) {
+		return false
+	}
+	if h, ok := openHang(l); ok && time.Duration(h.Int("ms"))*time.Millisecond >= bound {
+		return true
+	}
+	ms, ok := openSleep(l)
+	return ok && ms >= bound
+}
+
+// probeHeld reports whether the server's latest launch leaves a probe
+// unanswered on purpose: a dropped ping, or a process wedged by a blocking
+// hang.
+func probeHeld(j journal, bound time.Duration) bool {
+	l := latestLaunch(j)
+	if len(l) == 0 || !proctest.Alive(l[0].PID) {
+		return false
+	}
+	if p := l.last("ping"); p.Seq > 0 && p.Str("action") == "dropped" {
+		return true
+	}
+	h, ok := openHang(l)
+	return ok && h.Bool("blocking") && time.Duration(h.Int("ms"))*time.Millisecond >= bound
+}
+
+// attrInt reads an integer attribute of an event.
+func attrInt(e event.Event, k string) int {
+	switch v := e.Attrs[k].(type) {
+	case int64:
+		return int(v)
+	case float64:
+		return int(v)
+	case int:
+		return v
+	case json.Number:
+		n, _ := v.Int64()
+		return int(n)
+	}
+	s, _ := e.Get(k)
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// journal is a fixture journal.
+type journal []fixture.Entry
+
+// read reads a journal file; a missing one has no entries.
+func read(path string) (journal, error) {
+	es, err := fixture.ReadJournal(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return es, nil
+}
+
+// last returns the last entry of kind, or a zero entry.
+func (j journal) last(kind string) fixture.Entry {
+	for i := len(j) - 1; i >= 0; i-- {
+		if j[i].Kind == kind {
+			return j[i]
+		}
+	}
+	return fixture.Entry{}
+}
+
+// where returns the entries of kind whose field key formats as val.
+func (j journal) where(kind, key, val string) journal {
+	var out journal
+	for _, e := range j {
+		if e.Kind == kind && fmt.Sprint(e.Fields[key]) == val {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// allPIDs returns every process the journal knows of: launches and
+// spawned children.
+func (j journal) allPIDs() []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, e := range j {
+		for _, p := range []int{e.PID, e.Int("childPid")} {
+			if p > 0 && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

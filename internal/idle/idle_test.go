@@ -1,0 +1,158 @@
+package idle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/runtime/event"
+)
+
+// writeJournal writes entries as a fixture journal of this process (so its
+// launch counts as alive) and returns the file.
+func writeJournal(t *testing.T, entries ...map[string]any) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fx.jsonl")
+	var b strings.Builder
+	for i, e := range entries {
+		line := map[string]any{"seq": i + 1, "pid": os.Getpid(), "launch": 1, "time": "2026-01-01T00:00:00Z"}
+		for k, v := range e {
+			line[k] = v
+		}
+		j, err := json.Marshal(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFixtureWork(t *testing.T) {
+	launch := map[string]any{"kind": "launch"}
+	bound := time.Minute
+	cases := []struct {
+		name    string
+		entries []map[string]any
+		busy    bool
+	}{
+		{"nothing pending", []map[string]any{launch, {"kind": "initialize"}}, false},
+		{"a short hang ends by itself", []map[string]any{launch, {"kind": "hang-start", "ms": 100, "blocking": false}}, true},
+		{"a hang past the bound is held", []map[string]any{launch, {"kind": "hang-start", "ms": 600000, "blocking": false}}, false},
+		{"an ended hang", []map[string]any{launch, {"kind": "hang-start", "ms": 100}, {"kind": "hang-end"}}, false},
+		{"a short sleep", []map[string]any{launch, {"kind": "call-start", "tool": "sleep", "args": `{"ms":50}`}}, true},
+		{"a long sleep is held", []map[string]any{launch, {"kind": "call-start", "tool": "sleep", "args": `{"ms":600000}`}}, false},
+		{"an armed self-exit", []map[string]any{launch, {"kind": "exit-armed", "delayMs": 2000}}, true},
+		{"a self-exit behind a blocking hang cannot fire", []map[string]any{launch, {"kind": "exit-armed", "delayMs": 2000}, {"kind": "hang-start", "ms": 600000, "blocking": true}}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := Source{Journals: map[string]string{"fx": writeJournal(t, c.entries...)}, HoldBound: bound}
+			if got := src.Busy(); (got != "") != c.busy {
+				t.Errorf("Busy() = %q, want busy %v", got, c.busy)
+			}
+		})
+	}
+}
+
+func TestHolds(t *testing.T) {
+	launch := map[string]any{"kind": "launch"}
+	bound := time.Minute
+	release := filepath.Join(t.TempDir(), "release")
+	held := readFile(t, writeJournal(t, launch, map[string]any{"kind": "init-wait", "file": release}))
+	if !handshakeHeld(held) {
+		t.Error("an initialize waiting for a missing release file is not held")
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if handshakeHeld(held) {
+		t.Error("an initialize whose release file exists is still held")
+	}
+	if !callHeld(readFile(t, writeJournal(t, launch, map[string]any{"kind": "hang-start", "ms": 600000})), bound) {
+		t.Error("a call hanging past the bound is not held")
+	}
+	if callHeld(readFile(t, writeJournal(t, launch, map[string]any{"kind": "hang-start", "ms": 10})), bound) {
+		t.Error("a call hanging 10 ms is held")
+	}
+	if !probeHeld(readFile(t, writeJournal(t, launch, map[string]any{"kind": "ping", "action": "dropped"})), bound) {
+		t.Error("a dropped ping does not hold the probe")
+	}
+	if probeHeld(readFile(t, writeJournal(t, launch, map[string]any{"kind": "ping", "action": "answered"})), bound) {
+		t.Error("an answered ping holds the probe")
+	}
+}
+
+func readFile(t *testing.T, p string) journal {
+	t.Helper()
+	j, err := read(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func TestContradiction(t *testing.T) {
+	ctx, cancel := Bound(t.Context(), time.Hour, Source{Contradictions: []func() string{func() string { return "seen" }}})
+	defer cancel()
+	<-ctx.Done()
+	var ce *ContradictedError
+	if err := context.Cause(ctx); !errors.As(err, &ce) || ce.Why != "seen" || !Decided(err) {
+		t.Fatalf("cause %v, want the contradiction", err)
+	}
+}
+
+func TestRealClockNeverIdle(t *testing.T) {
+	// With the real clock and no contradiction, only the bound ends the
+	// wait: the implementation's own timers are invisible.
+	ctx, cancel := Bound(t.Context(), time.Hour, Source{})
+	defer cancel()
+	if _, ok := ctx.Deadline(); !ok {
+		t.Fatal("no deadline")
+	}
+	select {
+	case <-ctx.Done():
+		t.Fatalf("ended: %v", context.Cause(ctx))
+	default:
+	}
+}
+
+// TestIdleReferenceRuntime runs the reference runtime with no server and
+// awaits an event that never comes: the wait ends with an *Error, decided
+// from the implementation's state, long before its bound.
+func TestIdleReferenceRuntime(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	c, err := driver.StartInProcess(ctx, driver.ServeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := c.Hello(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx, driver.StartParams{Clock: driver.ClockVirtual, Home: t.TempDir(), Env: map[string]string{}}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, done := Bound(ctx, time.Hour, Source{Virtual: true, Client: c, HoldBound: time.Minute})
+	defer done()
+	_, err = c.Await(wctx, 0, event.Matcher{Kind: event.RestartSucceeded})
+	var ie *Error
+	if !errors.As(context.Cause(wctx), &ie) || err == nil {
+		t.Fatalf("await ended with %v (cause %v), want the idle decision", err, context.Cause(wctx))
+	}
+}
