@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,4 +110,38 @@ func TestTraceSecrets(t *testing.T) {
 	if empty.String(in) != in {
 		t.Error("an empty set changed the text")
 	}
+}
+
+// FuzzWrittenURL: whatever url a config holds, the url a trace keeps holds
+// none of its query values or its password (of redact.MinLen bytes or more).
+func FuzzWrittenURL(f *testing.F) {
+	f.Add("https://u:pass-word@h.example/mcp?k=q-value-111&e=&k=second-val#frag")
+	f.Add("http://h/mcp?api_key=${KEY}&v=abcd")
+	f.Add("http://h/?abcd=abcd&%61bcd=x%20yz1")
+	f.Add("http://a:b@c:d@h/?=zzzz")
+	f.Fuzz(func(t *testing.T, rawURL string) {
+		raw, err := json.Marshal(map[string]string{"url": rawURL})
+		if err != nil {
+			return
+		}
+		srv := &config.Server{Name: "r", Type: config.HTTP, URL: rawURL, Raw: raw}
+		set := traceSecrets([]*config.Server{srv}, func(string) (string, bool) { return "", false })
+		got := writtenURL(srv, set)
+		u, err := url.Parse(rawURL)
+		if err != nil {
+			return
+		}
+		var secrets []string
+		if pw, ok := u.User.Password(); ok {
+			secrets = append(secrets, pw)
+		}
+		for _, vs := range u.Query() {
+			secrets = append(secrets, vs...)
+		}
+		for _, v := range secrets {
+			if len(v) >= redact.MinLen && strings.Contains(got, v) {
+				t.Fatalf("writtenURL(%q) = %q holds %q", rawURL, got, v)
+			}
+		}
+	})
 }
