@@ -39,6 +39,12 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "fixture":
 		os.Exit(fixture.Main())
+	case doNothingRole:
+		if err := serveDoNothing(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "do-nothing driver:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "driver":
 		if err := driver.Serve(context.Background(), os.Stdin, os.Stdout, claimsFromEnv()); err != nil {
 			fmt.Fprintln(os.Stderr, "driver:", err)

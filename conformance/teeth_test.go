@@ -365,7 +365,8 @@ const teethFullEnv = "MCPLIFE_TEETH_FULL"
 // runs the suite through `harness driver` against the unbroken runtime
 // (every requirement must pass), against each broken variant, and against a
 // driver that claims less (what it does not claim is not applicable; the
-// rest runs in real time). By default a variant runs only the requirements
+// rest runs in real time) and against a driver that claims everything and
+// does nothing (serveDoNothing: every requirement must fail). By default a variant runs only the requirements
 // of its row (-req names+also), and each must fail. With
 // MCPLIFE_TEETH_FULL=1 it runs the whole suite, and the failing set must be
 // exactly the row's. The runs mostly wait, so several run at once.
@@ -401,6 +402,7 @@ func TestTeeth(t *testing.T) {
 	jobs := []*job{
 		{name: "reference", args: append([]string{impl}, limits...)},
 		{name: "claims-less", env: []string{roleEnv + "=driver", claimsEnv + "=" + strings.Join(claimNames, ",")}, args: append([]string{"-impl=" + exe}, limits...)},
+		{name: "do-nothing", env: []string{roleEnv + "=" + doNothingRole}, args: append([]string{"-impl=" + exe}, limits...)},
 	}
 	only := strings.FieldsFunc(os.Getenv(teethOnlyEnv), func(r rune) bool { return r == ',' })
 	if len(only) > 0 {
@@ -470,6 +472,19 @@ func TestTeeth(t *testing.T) {
 				for id, st := range run.verdicts {
 					if st != types.SpecStatePassed {
 						t.Errorf("%s: %s", id, st)
+					}
+				}
+			case "do-nothing":
+				// A driver that claims everything and does nothing fails
+				// every requirement; how fast is a figure for reports.
+				n := len(Requirements())
+				t.Logf("do-nothing: %d requirements, %v per requirement", n, (run.took / time.Duration(n)).Round(10*time.Millisecond))
+				if run.exit == 0 {
+					t.Errorf("the run of a driver that does nothing passed (exit 0)")
+				}
+				for _, r := range Requirements() {
+					if st := run.verdicts[r.ID]; !st.Is(types.SpecStateFailureStates) {
+						t.Errorf("%s: %s, want failed: a driver that does nothing must fail every requirement", r.ID, st)
 					}
 				}
 			case "claims-less":
