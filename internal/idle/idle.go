@@ -22,13 +22,13 @@
 //   - no request that changes the implementation is outstanding, except
 //     those the protocol lets wait on the virtual clock (session.open,
 //     session.close, reload, server.disconnect);
-//   - all of this, the event stream, the results, every journal, the process
-//     table and the virtual clock's pending timers stay unchanged across two
-//     clock.pending round trips (barriers: the protocol writes every event
-//     emitted before a response first) a settle window apart. The window
-//     covers the short in-process steps that leave no trace (a timer's
-//     follow-up being scheduled); it grows with the round trips measured on
-//     this machine, so a loaded machine waits longer.
+//   - all of this, the event stream, the results, every journal and the
+//     process table stay unchanged for a settle window and across a
+//     clock.pending round trip after it (a barrier: the protocol writes
+//     every event emitted before a response first). The window covers the
+//     short in-process steps that leave no trace (a timer's follow-up being
+//     scheduled); it grows with the round trips measured on this machine
+//     (25 times the slowest), so a loaded machine waits longer.
 //
 // Contradictions are the other early end: evidence that what a requirement
 // forbids has already happened ends a wait at once, with either clock.
@@ -76,7 +76,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("the implementation went idle: nothing in flight, no event, result, journal or process change and no timer due across two barriers %v apart (pending virtual-clock timers %v); nothing more can happen until the harness acts",
+	return fmt.Sprintf("the implementation went idle: nothing in flight, no event, result, journal or process change and no timer due for %v and across a barrier (pending virtual-clock timers %v); nothing more can happen until the harness acts",
 		e.Settle.Round(time.Millisecond), e.Timers)
 }
 
@@ -173,7 +173,6 @@ type snapshot struct {
 	outstanding string // requests that may change the implementation
 	journals    string // sizes
 	alive       string // live pids of process.started events and journals
-	timers      string // from the last barrier
 }
 
 // isQuery reports whether a request only reads the implementation's state:
@@ -202,7 +201,10 @@ func (src Source) observe() snapshot {
 	for _, k := range keys {
 		j, _ := read(src.Journals[k])
 		for _, pid := range j.allPIDs() {
-			fmt.Fprintf(&b, "%d:%t,", pid, proctest.Alive(pid))
+			// Bytes moved by a fixture are progress even when no journal
+			// line or event says so (a long line, a flood of stderr).
+			r, w, _ := proctest.IOCounts(pid)
+			fmt.Fprintf(&b, "%d:%t:%d:%d,", pid, proctest.Alive(pid), r, w)
 		}
 	}
 	if src.Client == nil {
@@ -235,9 +237,8 @@ func (src Source) observe() snapshot {
 func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	var last snapshot
+	last := src.observe()
 	since := time.Now()
-	barriers := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -253,10 +254,8 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 		if !src.Virtual {
 			continue
 		}
-		s := src.observe()
-		s.timers = last.timers
-		if s != last {
-			last, since, barriers = s, time.Now(), 0
+		if s := src.observe(); s != last {
+			last, since = s, time.Now()
 			continue
 		}
 		settle := src.Pace.Settle()
@@ -264,9 +263,11 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 			continue
 		}
 		if src.Busy() != "" {
-			since, barriers = time.Now(), 0
+			since = time.Now()
 			continue
 		}
+		// The barrier: every event the implementation emitted before it
+		// answers is written before the answer.
 		var timers []time.Duration
 		if src.Client != nil {
 			t0 := time.Now()
@@ -276,17 +277,18 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 			}
 			src.Pace.observe(time.Since(t0))
 		}
-		after := src.observe()
-		after.timers = fmt.Sprint(timers)
-		if barriers > 0 && after == last && src.Busy() == "" {
-			stop(&Error{Timers: timers, Settle: settle})
-			return
+		if s := src.observe(); s != last || src.Busy() != "" {
+			last, since = s, time.Now()
+			continue
 		}
-		last, since = after, time.Now()
-		barriers = 1
+		stop(&Error{Timers: timers, Settle: settle})
+		return
 	}
 }
 
+// Busy names real I/O still in flight, or "" when there is none. Without
+// a client (the driver has shut down) only the fixtures' own work counts:
+// the protocol's shutdown leaves no server process behind.
 func (src Source) Busy() string {
 	if src.Client != nil {
 		for _, m := range src.Client.Outstanding() {
@@ -400,12 +402,15 @@ func (src Source) Busy() string {
 			if reapedSince(server, o.seq) {
 				continue // the handshake's process is gone and collected
 			}
+			if k, j := journalOf(server); k != "" && (handshakeAnswered(j) || stuckWriting(j)) {
+				continue // the fixture's side is done, or the implementation does not read it
+			}
 			if o.what == "restart attempt" && opens[server+"\x00connect"].seq > 0 {
 				continue // the connect decides
 			}
 		}
 		if o.what == "probe" {
-			if k, j := journalOf(server); k != "" && probeHeld(j, src.HoldBound) {
+			if k, j := journalOf(server); k != "" && (probeHeld(j, src.HoldBound) || stuckWriting(j)) {
 				continue
 			}
 		}
@@ -415,7 +420,7 @@ func (src Source) Busy() string {
 		if closedAt[e.Server] > e.Seq {
 			continue // cut off: what happens to it is the implementation's decision
 		}
-		if k, j := journalOf(e.Server); k != "" && callHeld(j, src.HoldBound) {
+		if k, j := journalOf(e.Server); k != "" && (callHeld(j, src.HoldBound) || stuckWriting(j)) {
 			continue
 		}
 		return fmt.Sprintf("call %s on %s in flight", id, e.Server)
@@ -540,8 +545,27 @@ func handshakeHeld(j journal) bool {
 	return err != nil
 }
 
+// handshakeAnswered reports whether the server's latest launch has
+// answered the handshake's last tools/list page: what is left of the
+// connect is the implementation's own.
+func handshakeAnswered(j journal) bool {
+	l := latestLaunch(j)
+	init := l.last("initialize")
+	list := l.last("tools-list")
+	return init.Seq > 0 && list.Seq > init.Seq && !list.Bool("more")
+}
+
+// stuckWriting reports whether the server's latest launch is alive and
+// blocked writing into a full pipe: the implementation does not read it.
+// (The snapshot's I/O counters tell a stuck reader from a slow one.)
+func stuckWriting(j journal) bool {
+	l := latestLaunch(j)
+	return len(l) > 0 && proctest.Alive(l[0].PID) && proctest.BlockedOnPipeWrite(l[0].PID)
+}
+
 // callHeld reports whether the server's latest launch holds a tool call on
-// purpose for longer than bound: a hang or a sleep.
+// purpose for longer than bound (a hang or a sleep), or has refused it
+// with Retry-After.
 func callHeld(j journal, bound time.Duration) bool {
 	l := latestLaunch(j)
 	if len(l) == 0 || !proctest.Alive(l[0].PID) {
@@ -550,8 +574,12 @@ func callHeld(j journal, bound time.Duration) bool {
 	if h, ok := openHang(l); ok && time.Duration(h.Int("ms"))*time.Millisecond >= bound {
 		return true
 	}
-	ms, ok := openSleep(l)
-	return ok && ms >= bound
+	if ms, ok := openSleep(l); ok && ms >= bound {
+		return true
+	}
+	// The fixture's last word refused the request with Retry-After: what
+	// happens next is the implementation's own decision.
+	return len(l) > 0 && l[len(l)-1].Kind == "throttled"
 }
 
 // probeHeld reports whether the server's latest launch leaves a probe

@@ -73,6 +73,44 @@ func Reaped(pid int) bool {
 	return syscall.Kill(pid, 0) == syscall.ESRCH
 }
 
+// IOCounts returns how many bytes pid has read and written through system
+// calls so far (rchar and wchar of /proc/PID/io); ok is false when they
+// cannot be read.
+func IOCounts(pid int) (read, written int64, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch k {
+		case "rchar":
+			read = n
+		case "wchar":
+			written = n
+		}
+	}
+	return read, written, true
+}
+
+// BlockedOnPipeWrite reports whether a thread of pid waits to write into a
+// full pipe: whoever reads the other end is not reading.
+func BlockedOnPipeWrite(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, t := range tasks {
+		w, err := os.ReadFile(filepath.Join(dir, t.Name(), "wchan"))
+		if err == nil && strings.Contains(string(w), "pipe_write") {
+			return true
+		}
+	}
+	return false
+}
+
 // Descendants describes every live process descending from pid, as
 // "pid (command)".
 func Descendants(pid int) []string {
