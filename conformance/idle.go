@@ -32,10 +32,12 @@ func (h *H) boundCtxFrom(parent context.Context, d time.Duration) (context.Conte
 }
 
 // idleSource is what the idle detector reads: copies of the spec's state,
-// so it runs beside the spec without sharing it.
+// so it runs beside the spec without sharing it. Idleness is decided with
+// the virtual clock, and with either clock once the driver has shut down
+// (then nothing of the implementation is left to act).
 func (h *H) idleSource() idle.Source {
 	return idle.Source{
-		Virtual:        h.Virtual(),
+		DecideIdle:     h.Virtual() || h.c == nil,
 		Client:         h.c,
 		Journals:       maps.Clone(h.journals),
 		Knobs:          maps.Clone(h.knobs),

@@ -138,11 +138,24 @@ var _ = Spec(Requirement{
 	Statement: "An implementation MUST fail a call in flight at once when its stdio server closes stdout while the process keeps running, and MUST stop that process.",
 	Source:    Source{hostileSource, "stdout closed while the process keeps running ... nothing hangs"},
 }, func(h *H) {
-	h.startHostile(Knobs{"MCP_FIXTURE_CORRUPT_KIND": "close-stdout"}, func(s Server) Server { return s.With("restart", "never") })
+	// "At once" is measured against the call's own timeout: with the
+	// virtual clock the call must end before the clock moves; in real time
+	// before half its (scaled) timeout has passed.
+	timeout := h.D(20000)
+	h.startHostile(Knobs{"MCP_FIXTURE_CORRUPT_KIND": "close-stdout"}, func(s Server) Server { return s.With("restart", "never").With("toolTimeout", timeout) })
 	h.Open("main")
 	pid := h.AwaitJournal("bad", "tools-list", 1).PIDs()[0]
-	r := h.CallNow("main", "mcp_bad_corrupt", map[string]any{})
+	id := h.Call("main", "mcp_bad_corrupt", map[string]any{})
+	wait := h.s.cfg.AwaitTimeout
+	if !h.Virtual() {
+		wait = min(wait, ms(timeout)/2)
+	}
+	r, ok := h.ResultWithin(id, wait)
+	h.Verify(Response, ok, "the call ends at once, not at its timeout", "%s within %v of real time", pick(ok, "result", "no result"), wait)
 	h.Verify(Response, r.Error != nil || r.Result.IsError, "the call in flight fails", "error=%v text=%q", r.Error, r.Result.Text)
+	if h.Virtual() {
+		h.Verify(Response, h.Now() == 0, "the virtual clock never moved", "now=%v", h.Now())
+	}
 	h.AwaitStopped("bad", pid)
 	h.neighbourAnswers("after the stdout close")
 })

@@ -150,11 +150,11 @@ func (s *state) timeoutCtx(d time.Duration) (context.Context, context.CancelFunc
 		d = s.run.awaitTimeout
 	}
 	src := idle.Source{
-		Virtual:   s.clock == driver.ClockVirtual && !s.closed,
-		Client:    s.client,
-		Journals:  map[string]string{},
-		HoldBound: s.run.awaitTimeout,
-		Pace:      &s.run.idle,
+		DecideIdle: s.clock == driver.ClockVirtual && !s.closed,
+		Client:     s.client,
+		Journals:   map[string]string{},
+		HoldBound:  s.run.awaitTimeout,
+		Pace:       &s.run.idle,
 	}
 	for _, j := range s.journals() {
 		src.Journals[strings.TrimSuffix(filepath.Base(j), ".journal")] = j

@@ -120,9 +120,12 @@ func (p *Pace) Settle() time.Duration {
 // Source is what the detector reads. Its maps must not change while a
 // watch runs: pass copies.
 type Source struct {
-	// Virtual enables the idle decision (virtual clock). Contradictions
-	// are checked with either clock.
-	Virtual bool
+	// DecideIdle enables the idle decision: the implementation runs on the
+	// virtual clock, so nothing happens in it unless the harness acts or
+	// real I/O completes, or it has shut down (Client is nil). In real
+	// time an implementation's own timers are invisible: only
+	// contradictions end a wait early.
+	DecideIdle bool
 	// Client is the driver's client; nil once the driver has shut down
 	// (then only the fixtures and the process table are watched: the
 	// protocol's shutdown leaves no server process behind).
@@ -147,7 +150,7 @@ type Source struct {
 // (cause *ContradictedError). Call the CancelFunc when the wait is over.
 func Bound(parent context.Context, d time.Duration, src Source) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(parent, d)
-	if !src.Virtual && len(src.Contradictions) == 0 {
+	if !src.DecideIdle && len(src.Contradictions) == 0 {
 		return ctx, cancel
 	}
 	if src.Pace == nil {
@@ -251,7 +254,7 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 				return
 			}
 		}
-		if !src.Virtual {
+		if !src.DecideIdle {
 			continue
 		}
 		if s := src.observe(); s != last {

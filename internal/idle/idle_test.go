@@ -148,7 +148,7 @@ func TestIdleReferenceRuntime(t *testing.T) {
 	if err := c.Start(ctx, driver.StartParams{Clock: driver.ClockVirtual, Home: t.TempDir(), Env: map[string]string{}}); err != nil {
 		t.Fatal(err)
 	}
-	wctx, done := Bound(ctx, time.Hour, Source{Virtual: true, Client: c, HoldBound: time.Minute})
+	wctx, done := Bound(ctx, time.Hour, Source{DecideIdle: true, Client: c, HoldBound: time.Minute})
 	defer done()
 	_, err = c.Await(wctx, 0, event.Matcher{Kind: event.RestartSucceeded})
 	var ie *Error
