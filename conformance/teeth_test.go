@@ -538,3 +538,90 @@ func TestTeeth(t *testing.T) {
 		})
 	}
 }
+
+// teethTimesEnv runs TestTeethTimes (.ci/teeth-times).
+const teethTimesEnv = "MCPLIFE_TEETH_TIMES"
+
+// TestTeethTimes measures what a failing requirement costs: the reference
+// runtime and every broken variant of the teeth table run in-process
+// (`harness conformance` of a -tags mcplife_faults build, its requirements
+// selected with -req, the default bounds), three rounds interleaved, one
+// run at a time. It prints a markdown table of the median wall times next
+// to the budget of issue 24 (twice the passing reference run plus 2 s per
+// failing requirement) and the do-nothing driver's time per requirement. A
+// report, not a timed assertion: it fails only when a variant's failing
+// set differs from its row.
+func TestTeethTimes(t *testing.T) {
+	if os.Getenv(teethTimesEnv) == "" {
+		t.Skipf("set %s=1 to measure (.ci/teeth-times)", teethTimesEnv)
+	}
+	bin := buildHarness(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 3
+	type job struct {
+		name  string
+		env   []string
+		args  []string
+		want  []string
+		times []time.Duration
+	}
+	jobs := []*job{{name: "reference"}}
+	for _, v := range teeth {
+		want := append([]string{v.names}, v.also...)
+		sort.Strings(want)
+		jobs = append(jobs, &job{name: v.fault, env: []string{faultsEnv + "=" + v.fault}, args: []string{"-req=" + strings.Join(want, ",")}, want: want})
+	}
+	nothing := &job{name: "do-nothing", env: []string{roleEnv + "=" + doNothingRole}, args: []string{"-impl=" + exe}}
+	jobs = append(jobs, nothing)
+	for round := range rounds {
+		for _, j := range jobs {
+			run := runHarness(t.Context(), t.TempDir(), bin, j.env, j.args...)
+			if run.err != nil {
+				t.Fatalf("%s: %v\n%s", j.name, run.err, tail(run.output, 20))
+			}
+			switch {
+			case j == nothing:
+				if len(run.failing) != len(Requirements()) {
+					t.Errorf("do-nothing fails %d of %d requirements", len(run.failing), len(Requirements()))
+				}
+			case j.want == nil:
+				if len(run.failing) > 0 {
+					t.Errorf("the reference fails %v", run.failing)
+				}
+			case !slices.Equal(run.failing, j.want):
+				t.Errorf("%s fails %v, the teeth table says %v", j.name, run.failing, j.want)
+			}
+			j.times = append(j.times, run.took)
+			t.Logf("round %d/%d %s: %v", round+1, rounds, j.name, run.took.Round(time.Millisecond))
+		}
+	}
+	median := func(d []time.Duration) time.Duration {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	secs := func(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()) }
+	ref := median(jobs[0].times)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n| variant | failing | median wall (s) | the 3 runs (s) | budget: 2x reference + 2 s each (s) | within |\n|---|---|---|---|---|---|\n")
+	over := 0
+	for _, j := range jobs[1 : len(jobs)-1] {
+		m := median(j.times)
+		budget := 2*ref + time.Duration(len(j.want))*2*time.Second
+		ok := m <= budget
+		if !ok {
+			over++
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s, %s, %s | %s | %s |\n", j.name, len(j.want), secs(m), secs(j.times[0]), secs(j.times[1]), secs(j.times[2]), secs(budget), pick(ok, "yes", "NO"))
+	}
+	n := len(Requirements())
+	dn := median(nothing.times)
+	fmt.Fprintf(&b, "\nreference (all %d requirements pass): median %s s (%s, %s, %s); %d of %d variants within budget\n",
+		n, secs(ref), secs(jobs[0].times[0]), secs(jobs[0].times[1]), secs(jobs[0].times[2]), len(jobs)-2-over, len(jobs)-2)
+	fmt.Fprintf(&b, "do-nothing driver (all %d requirements fail): median %s s, %s s per requirement (%s, %s, %s)\n",
+		n, secs(dn), secs(dn/time.Duration(n)), secs(nothing.times[0]), secs(nothing.times[1]), secs(nothing.times[2]))
+	t.Log(b.String())
+}
