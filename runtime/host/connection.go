@@ -246,11 +246,15 @@ func (c *connection) watch() {
 		}
 	case <-procDone:
 		cause = fmt.Errorf("server process exited (%s)", c.proc.Exit())
+	case <-c.remote.boundFailed():
+		// go-sdk may not end the connection itself (inflight_http.go).
+		cause = fmt.Errorf("reading from the server failed: %w", c.remote.boundFailure())
 	case <-c.closing:
 		<-ended
 		return
 	}
 	cause = stdoutCause(c.proc, withReadFailure(cause, readFailure(c.proc, c.stray)))
+	cause = withReadFailure(cause, c.remote.boundFailure())
 	c.mu.Lock()
 	planned := c.planned
 	c.ended = true
@@ -359,7 +363,12 @@ func (rt *Runtime) dial(ctx context.Context, s *server, r *config.Resolved, p **
 		rt.events.Emit(s.name, event.ProcessStarted, event.Int("pid", pr.PID()), event.String("command", s.cfg.Command))
 		return pr.Transport(), nil
 	case config.HTTP:
-		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers, sockets, rc), MaxRetries: -1}, nil
+		client := headerClient(r.Headers, sockets, rc)
+		if rc != nil {
+			rc.requests = newRequestBound(client.Transport, MaxServerRequests, s.maxMessageBytes(), sockets.closeAll)
+			client.Transport = rc.requests
+		}
+		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: client, MaxRetries: -1}, nil
 	case config.SSE:
 		return longLived{inner: &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: headerClient(r.Headers, sockets, rc)}, life: s.ctx}, nil
 	}

@@ -11,8 +11,9 @@ import (
 )
 
 // MaxServerRequests bounds the requests a server may have in flight to the
-// client (ping, sampling, elicitation, roots/list) on one stdio or SSE
-// connection: read, and not yet answered. go-sdk queues every request it
+// client (ping, sampling, elicitation, roots/list) on one connection: read,
+// and not yet answered (stdio and SSE: here; streamable HTTP:
+// inflight_http.go). go-sdk queues every request it
 // reads and answers them one by one, so a server that sends requests
 // faster than their answers are written (or never reads them) would grow
 // the queue, and the goroutines blocked on writing the answers, without

@@ -52,6 +52,9 @@ type remoteConn struct {
 	credential string       // credential id of an oauth auth block, "" when none
 	oauth      *oauthClient // the server's OAuth flow (auth.grant), nil when none
 	conn       *connection  // set before the handshake
+	// requests bounds the server's requests in flight on a streamable
+	// HTTP connection (inflight_http.go); nil for SSE.
+	requests *requestBound
 
 	mu         sync.Mutex
 	token      string          // refreshed bearer token, "" before any refresh

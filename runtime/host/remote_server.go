@@ -50,6 +50,7 @@ func (s *server) remoteConnectErr(rc *remoteConn, err error) error {
 	if rc == nil {
 		return err
 	}
+	err = withReadFailure(err, rc.boundFailure())
 	if authErr := rc.authRequired(); authErr != nil {
 		return &ServerError{Code: CodeAuthRequired, Server: s.name, Kind: ErrAuthRequired, Cause: fmt.Errorf("%w (%v)", authErr, err)}
 	}

@@ -34,7 +34,8 @@ const strayMemory = 64
 // to go-sdk, which drops it: watching never changes what the client sees.
 //
 // Streamable HTTP connections are not wrapped: go-sdk's client connection
-// there implements an unexported interface a wrapper would hide.
+// there implements an unexported interface a wrapper would hide (their
+// server requests are bounded in the HTTP client, inflight_http.go).
 type strayTransport struct {
 	inner  mcp.Transport
 	report func(id jsonrpc.ID, reason string, n int)
