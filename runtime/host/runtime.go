@@ -390,7 +390,9 @@ func (rt *Runtime) Reload(ctx context.Context) error {
 
 // Close stops every session and server and waits for every goroutine of the
 // runtime. It never blocks on a hung server beyond the stop grace, and ctx
-// can shorten that: when ctx is done, processes are killed at once.
+// can shorten that: when ctx is done, processes are killed at once, and a
+// wait for background work that has not ended returns an error instead of
+// blocking.
 func (rt *Runtime) Close(ctx context.Context) error {
 	rt.mu.Lock()
 	if rt.closed {
@@ -420,7 +422,18 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	rt.cancel()
-	rt.wg.Wait()
+	// Background work ends with the runtime's context; ctx bounds the wait
+	// for it, so a connection that never ends cannot hold Close forever.
+	done := make(chan struct{})
+	go func() {
+		rt.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("closing the runtime: background work still running: %w", context.Cause(ctx))
+	}
 	rt.events.Emit("", event.RuntimeClosed)
 	return nil
 }
