@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 )
@@ -96,13 +98,23 @@ func (h *H) HTTPFixture(key string, knobs Knobs) string {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	h.must(cmd.Start(), "starting an HTTP fixture")
 	h.procs = append(h.procs, cmd)
-	var addr string
-	h.Eventually("the HTTP fixture writes its port file", func() bool {
+	// The harness's own process: its start is not the implementation's
+	// work, so the wait is bounded by the await timeout alone.
+	ctx, cancel := context.WithTimeout(h.ctx, h.s.cfg.AwaitTimeout)
+	defer cancel()
+	tick := time.NewTicker(3 * time.Millisecond)
+	defer tick.Stop()
+	for {
 		b, err := os.ReadFile(portFile)
-		addr = strings.TrimSpace(string(b))
-		return err == nil && addr != ""
-	})
-	return addr
+		if addr := strings.TrimSpace(string(b)); err == nil && addr != "" {
+			return addr
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			h.fail("the HTTP fixture %s wrote no port file within %v", key, h.s.cfg.AwaitTimeout)
+		}
+	}
 }
 
 // InitHold returns the path of a file that a fixture configured with

@@ -386,31 +386,19 @@ func (src Source) Busy() string {
 			signaled = append(signaled, e)
 		}
 	}
-	// reapedSince reports whether a process of server started after seq
-	// has exited and been reaped: the implementation has its exit.
-	reapedSince := func(server string, seq uint64) bool {
-		for _, e := range started {
-			if e.Server == server && e.Seq > seq && proctest.Reaped(attrInt(e, "pid")) {
-				return true
-			}
+	connects := map[string]event.Event{} // server -> its latest server.connecting
+	for _, e := range evs {
+		if e.Kind == event.ServerConnecting {
+			connects[e.Server] = e
 		}
-		return false
 	}
 	for key, o := range opens {
 		server, _, _ := strings.Cut(key, "\x00")
-		if o.what == "connect" || o.what == "restart attempt" {
-			if k, j := journalOf(server); k != "" && handshakeHeld(j) {
-				continue
-			}
-			if reapedSince(server, o.seq) {
-				continue // the handshake's process is gone and collected
-			}
-			if k, j := journalOf(server); k != "" && (handshakeAnswered(j) || stuckWriting(j)) {
-				continue // the fixture's side is done, or the implementation does not read it
-			}
-			if o.what == "restart attempt" && opens[server+"\x00connect"].seq > 0 {
-				continue // the connect decides
-			}
+		if o.what == "restart attempt" && opens[server+"\x00connect"].seq > 0 {
+			continue // the connect decides
+		}
+		if o.what == "connect" && src.connectSettled(connects[server], started, journals[server]) {
+			continue
 		}
 		if o.what == "probe" {
 			if k, j := journalOf(server); k != "" && (probeHeld(j, src.HoldBound) || stuckWriting(j)) {
@@ -418,6 +406,46 @@ func (src Source) Busy() string {
 			}
 		}
 		return fmt.Sprintf("server %s: %s in progress", server, o.what)
+	}
+	// A wait the implementation announced (the armed-timer rule) whose
+	// deadline the virtual clock has passed has fired: its follow-up is
+	// under way until the event that resolves it arrives.
+	var now time.Duration = -1
+	for _, e := range evs {
+		var armed string
+		switch e.Kind {
+		case event.RestartScheduled:
+			armed = "delay_ms"
+		case event.ToolsUnregisterScheduled:
+			armed = "grace_ms"
+		default:
+			continue
+		}
+		if resolvedAfter(evs, e) {
+			continue
+		}
+		if now < 0 {
+			n, err := src.Client.Now(context.Background())
+			if err != nil {
+				return "clock.now failed: " + err.Error()
+			}
+			now = n
+		}
+		if e.At+time.Duration(attrInt(e, armed))*time.Millisecond <= now {
+			return fmt.Sprintf("server %s: the wait %s announced is due and its follow-up not seen", e.Server, e.Kind)
+		}
+	}
+	// An exit the implementation did not ask for gets a reaction (a
+	// restart decision, a failure, the grace window): until some later
+	// event of that server, it is under way.
+	for i, e := range evs {
+		unplanned := e.Kind == event.TransportClosed || (e.Kind == event.ProcessExited && !attrBool(e, "planned"))
+		if !unplanned || e.Server == "" {
+			continue
+		}
+		if !slices.ContainsFunc(evs[i+1:], func(l event.Event) bool { return l.Server == e.Server }) {
+			return fmt.Sprintf("server %s: the reaction to %s not seen", e.Server, e.Kind)
+		}
 	}
 	for id, e := range calls {
 		if closedAt[e.Server] > e.Seq {
@@ -445,6 +473,39 @@ func (src Source) Busy() string {
 		}
 	}
 	return ""
+}
+
+// connectSettled reports whether what is left of the connect c is the
+// implementation's own: its fixture holds the handshake for the harness,
+// has answered its last tools/list page, or is blocked writing into a pipe
+// the implementation does not read, or its process is gone and collected.
+// A stdio connect is in flight while its process has not started or not
+// journaled its launch yet; a remote one is judged by its journal's latest
+// launch.
+func (src Source) connectSettled(c event.Event, started []event.Event, j journal) bool {
+	if c.Kind == "" {
+		return false
+	}
+	if t, _ := c.Get("transport"); t != "stdio" {
+		l := latestLaunch(j)
+		return len(l) > 0 && (handshakeHeld(l) || handshakeAnswered(l))
+	}
+	pid := 0
+	for _, e := range started {
+		if e.Server == c.Server && e.Seq > c.Seq {
+			pid = attrInt(e, "pid")
+		}
+	}
+	switch {
+	case pid <= 0:
+		return false
+	case proctest.Reaped(pid):
+		return true
+	case proctest.BlockedOnPipeWrite(pid):
+		return true
+	}
+	l := launchOf(j, pid)
+	return len(l) > 0 && (handshakeHeld(l) || handshakeAnswered(l))
 }
 
 // fixtureWorking names real-time work a fixture will finish by itself: a
@@ -533,10 +594,20 @@ func openSleep(l journal) (time.Duration, bool) {
 	return shortest, true
 }
 
-// handshakeHeld reports whether the server's latest launch waits for the
-// harness to release its initialize (MCP_FIXTURE_INIT_WAIT_FILE).
-func handshakeHeld(j journal) bool {
-	l := latestLaunch(j)
+// launchOf returns the entries of the journal's launch by process pid.
+func launchOf(j journal, pid int) journal {
+	var out journal
+	for _, e := range j {
+		if e.PID == pid {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// handshakeHeld reports whether the launch l waits for the harness to
+// release its initialize (MCP_FIXTURE_INIT_WAIT_FILE).
+func handshakeHeld(l journal) bool {
 	if len(l) == 0 || !proctest.Alive(l[0].PID) {
 		return false
 	}
@@ -548,11 +619,10 @@ func handshakeHeld(j journal) bool {
 	return err != nil
 }
 
-// handshakeAnswered reports whether the server's latest launch has
-// answered the handshake's last tools/list page: what is left of the
-// connect is the implementation's own.
-func handshakeAnswered(j journal) bool {
-	l := latestLaunch(j)
+// handshakeAnswered reports whether the launch l has answered the
+// handshake's last tools/list page: what is left of the connect is the
+// implementation's own.
+func handshakeAnswered(l journal) bool {
 	init := l.last("initialize")
 	list := l.last("tools-list")
 	return init.Seq > 0 && list.Seq > init.Seq && !list.Bool("more")
@@ -598,6 +668,33 @@ func probeHeld(j journal, bound time.Duration) bool {
 	}
 	h, ok := openHang(l)
 	return ok && h.Bool("blocking") && time.Duration(h.Int("ms"))*time.Millisecond >= bound
+}
+
+// resolvedAfter reports whether the wait armed by e has its resolving
+// event later in evs.
+func resolvedAfter(evs []event.Event, e event.Event) bool {
+	var ends []event.Kind
+	switch e.Kind {
+	case event.RestartScheduled:
+		ends = []event.Kind{event.RestartAttempt, event.RestartGaveUp, event.ServerDisconnected}
+	case event.ToolsUnregisterScheduled:
+		ends = []event.Kind{event.ToolsUnregistered, event.ToolsUnregisterCancelled, event.ServerDisconnected}
+	}
+	for _, l := range evs {
+		if l.Seq > e.Seq && l.Server == e.Server && slices.Contains(ends, l.Kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// attrBool reads a boolean attribute of an event.
+func attrBool(e event.Event, k string) bool {
+	if b, ok := e.Attrs[k].(bool); ok {
+		return b
+	}
+	s, _ := e.Get(k)
+	return s == "true"
 }
 
 // attrInt reads an integer attribute of an event.

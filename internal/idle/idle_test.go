@@ -69,7 +69,7 @@ func TestHolds(t *testing.T) {
 	launch := map[string]any{"kind": "launch"}
 	bound := time.Minute
 	release := filepath.Join(t.TempDir(), "release")
-	held := readFile(t, writeJournal(t, launch, map[string]any{"kind": "init-wait", "file": release}))
+	held := latestLaunch(readFile(t, writeJournal(t, launch, map[string]any{"kind": "init-wait", "file": release})))
 	if !handshakeHeld(held) {
 		t.Error("an initialize waiting for a missing release file is not held")
 	}
