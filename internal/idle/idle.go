@@ -435,18 +435,6 @@ func (src Source) Busy() string {
 			return fmt.Sprintf("server %s: the wait %s announced is due and its follow-up not seen", e.Server, e.Kind)
 		}
 	}
-	// An exit the implementation did not ask for gets a reaction (a
-	// restart decision, a failure, the grace window): until some later
-	// event of that server, it is under way.
-	for i, e := range evs {
-		unplanned := e.Kind == event.TransportClosed || (e.Kind == event.ProcessExited && !attrBool(e, "planned"))
-		if !unplanned || e.Server == "" {
-			continue
-		}
-		if !slices.ContainsFunc(evs[i+1:], func(l event.Event) bool { return l.Server == e.Server }) {
-			return fmt.Sprintf("server %s: the reaction to %s not seen", e.Server, e.Kind)
-		}
-	}
 	for id, e := range calls {
 		if closedAt[e.Server] > e.Seq {
 			continue // cut off: what happens to it is the implementation's decision
@@ -686,15 +674,6 @@ func resolvedAfter(evs []event.Event, e event.Event) bool {
 		}
 	}
 	return false
-}
-
-// attrBool reads a boolean attribute of an event.
-func attrBool(e event.Event, k string) bool {
-	if b, ok := e.Attrs[k].(bool); ok {
-		return b
-	}
-	s, _ := e.Get(k)
-	return s == "true"
 }
 
 // attrInt reads an integer attribute of an event.
