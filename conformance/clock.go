@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcplife/mcplife/internal/idle"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/onsi/ginkgo/v2"
 )
@@ -116,24 +117,9 @@ func (h *H) AwaitStopped(key string, pid int) {
 }
 
 // stepIgnored reports whether the fixture of server key carries on after
-// the stop step named step.
+// the stop step named step (idle.StepIgnored).
 func (h *H) stepIgnored(key, step string) bool {
-	k := h.knobs[key]
-	switch step {
-	case "SIGKILL":
-		return false
-	case "SIGTERM":
-		return k["MCP_FIXTURE_IGNORE_SIGTERM"] == "1"
-	}
-	if k["MCP_FIXTURE_IGNORE_STDIN_EOF"] == "1" {
-		return true
-	}
-	if k["MCP_FIXTURE_BLOCK_EVENT_LOOP"] != "1" {
-		return false
-	}
-	j := h.readJournal(key)
-	hangs := j.Where("hang-start", "blocking", "true")
-	return len(hangs) > 0 && hangs[len(hangs)-1].Seq > j.Last("hang-end").Seq
+	return idle.StepIgnored(h.knobs[key], h.readJournal(key), step)
 }
 
 // The tolerance bands of real-time timing checks.

@@ -519,24 +519,31 @@ func (src Source) fixtureWorking(key string, j journal) string {
 	return ""
 }
 
-// stepIgnored reports whether the fixture carries on after the stop step
-// (the fixture's documented behaviour; see H.stepIgnored).
+// stepIgnored reports whether the fixture of journal key carries on after
+// the stop step; without its knobs, it does not.
 func (src Source) stepIgnored(key string, j journal, step string) bool {
 	k, known := src.Knobs[key]
-	if !known {
-		return false
-	}
+	return known && StepIgnored(k, j, step)
+}
+
+// StepIgnored reports whether a fixture with the environment knobs, whose
+// journal holds entries, carries on after the stop step (SIGKILL, SIGTERM,
+// or stdin-closed), as its knobs document (docs/TESTING.md): SIGKILL always
+// ends it; SIGTERM unless MCP_FIXTURE_IGNORE_SIGTERM; closing stdin unless
+// MCP_FIXTURE_IGNORE_STDIN_EOF or the latest launch is wedged in a blocking
+// hang (MCP_FIXTURE_BLOCK_EVENT_LOOP).
+func StepIgnored(knobs map[string]string, entries []fixture.Entry, step string) bool {
 	switch step {
 	case "SIGKILL":
 		return false
 	case "SIGTERM":
-		return k["MCP_FIXTURE_IGNORE_SIGTERM"] == "1"
+		return knobs["MCP_FIXTURE_IGNORE_SIGTERM"] == "1"
 	}
-	if k["MCP_FIXTURE_IGNORE_STDIN_EOF"] == "1" {
+	if knobs["MCP_FIXTURE_IGNORE_STDIN_EOF"] == "1" {
 		return true
 	}
-	h, ok := openHang(latestLaunch(j))
-	return k["MCP_FIXTURE_BLOCK_EVENT_LOOP"] == "1" && ok && h.Bool("blocking")
+	h, ok := openHang(latestLaunch(entries))
+	return knobs["MCP_FIXTURE_BLOCK_EVENT_LOOP"] == "1" && ok && h.Bool("blocking")
 }
 
 // latestLaunch returns the entries of the journal's latest launch.
