@@ -68,7 +68,7 @@ func (h *H) waitEnded(ctx context.Context, start time.Time) string {
 	}
 	msg := fmt.Sprintf("await timed out after %v of real time (-await-timeout %v)", took, h.s.cfg.AwaitTimeout)
 	if h.Virtual() && h.c != nil {
-		if busy := h.idleSource().Busy(); busy != "" {
+		if busy := h.idleSource().Busy(h.ctx); busy != "" {
 			msg += " (still in flight: " + busy + ")"
 		}
 	}

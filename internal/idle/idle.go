@@ -265,7 +265,7 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 		if time.Since(since) < settle {
 			continue
 		}
-		if src.Busy() != "" {
+		if src.Busy(ctx) != "" {
 			since = time.Now()
 			continue
 		}
@@ -280,7 +280,7 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 			}
 			src.Pace.observe(time.Since(t0))
 		}
-		if s := src.observe(); s != last || src.Busy() != "" {
+		if s := src.observe(); s != last || src.Busy(ctx) != "" {
 			last, since = s, time.Now()
 			continue
 		}
@@ -292,7 +292,7 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 // Busy names real I/O still in flight, or "" when there is none. Without
 // a client (the driver has shut down) only the fixtures' own work counts:
 // the protocol's shutdown leaves no server process behind.
-func (src Source) Busy() string {
+func (src Source) Busy(ctx context.Context) string {
 	if src.Client != nil {
 		for _, m := range src.Client.Outstanding() {
 			switch {
@@ -335,37 +335,39 @@ func (src Source) Busy() string {
 	exited := map[int]bool{}
 	var started []event.Event
 	var signaled []event.Event
+	connects := map[string]event.Event{} // server -> its latest server.connecting
 	set := func(e event.Event, what string) { opens[e.Server+"\x00"+what] = open{e.Seq, what} }
-	clear := func(e event.Event, what string) { delete(opens, e.Server+"\x00"+what) }
+	end := func(e event.Event, what string) { delete(opens, e.Server+"\x00"+what) }
 	for _, e := range evs {
 		switch e.Kind {
 		case event.ServerConnecting:
 			set(e, "connect")
+			connects[e.Server] = e
 		case event.ServerConnected, event.ServerFailed, event.ServerBlocked, event.ServerDisconnected, event.ServerDisabled:
-			clear(e, "connect")
+			end(e, "connect")
 			if e.Kind != event.ServerConnected {
 				closedAt[e.Server] = e.Seq
 			}
 		case event.RestartAttempt:
 			set(e, "restart attempt")
 		case event.RestartSucceeded, event.RestartFailed, event.RestartGaveUp:
-			clear(e, "restart attempt")
+			end(e, "restart attempt")
 		case event.ProbeStarted:
 			set(e, "probe")
 		case event.ProbeFinished:
-			clear(e, "probe")
+			end(e, "probe")
 		case event.ReloadStarted:
 			set(e, "reload")
 		case event.ReloadFinished:
-			clear(e, "reload")
+			end(e, "reload")
 		case event.RemoteStreamDropped:
 			set(e, "stream resumption")
 		case event.RemoteStreamResumed, event.RemoteStreamResumeFailed:
-			clear(e, "stream resumption")
+			end(e, "stream resumption")
 		case event.RemoteSessionExpired:
 			set(e, "session re-initialization")
 		case event.RemoteSessionReinitialized, event.RemoteSessionReinitFailed:
-			clear(e, "session re-initialization")
+			end(e, "session re-initialization")
 		case event.ToolCallStarted:
 			if id, ok := e.Get("call"); ok {
 				calls[id] = e
@@ -376,7 +378,7 @@ func (src Source) Busy() string {
 			}
 		case event.TransportClosed:
 			closedAt[e.Server] = e.Seq
-			clear(e, "stream resumption")
+			end(e, "stream resumption")
 		case event.ProcessExited:
 			closedAt[e.Server] = e.Seq
 			exited[attrInt(e, "pid")] = true
@@ -384,12 +386,6 @@ func (src Source) Busy() string {
 			started = append(started, e)
 		case event.ProcessSignaled:
 			signaled = append(signaled, e)
-		}
-	}
-	connects := map[string]event.Event{} // server -> its latest server.connecting
-	for _, e := range evs {
-		if e.Kind == event.ServerConnecting {
-			connects[e.Server] = e
 		}
 	}
 	for key, o := range opens {
@@ -425,7 +421,7 @@ func (src Source) Busy() string {
 			continue
 		}
 		if now < 0 {
-			n, err := src.Client.Now(context.Background())
+			n, err := src.Client.Now(ctx)
 			if err != nil {
 				return "clock.now failed: " + err.Error()
 			}

@@ -58,7 +58,7 @@ func TestFixtureWork(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			src := Source{Journals: map[string]string{"fx": writeJournal(t, c.entries...)}, HoldBound: bound}
-			if got := src.Busy(); (got != "") != c.busy {
+			if got := src.Busy(t.Context()); (got != "") != c.busy {
 				t.Errorf("Busy() = %q, want busy %v", got, c.busy)
 			}
 		})
