@@ -64,6 +64,11 @@ const (
 	// rttFactor scales the slowest barrier round trip seen into the
 	// settle window.
 	rttFactor = 25
+	// stallWindow is how long nothing may change before a stalled
+	// exchange (a fixture blocked writing, a handshake answered and not
+	// taken in) counts as the implementation's decision rather than a
+	// slow reader on a loaded machine.
+	stallWindow = 2 * time.Second
 )
 
 // Error is the cause of a wait ended because the implementation went idle
@@ -265,9 +270,8 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 		if time.Since(since) < settle {
 			continue
 		}
-		if src.Busy(ctx) != "" {
-			since = time.Now()
-			continue
+		if src.busy(ctx, time.Since(since)) != "" {
+			continue // since stays: a stall is measured from the last change
 		}
 		// The barrier: every event the implementation emitted before it
 		// answers is written before the answer.
@@ -280,7 +284,7 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 			}
 			src.Pace.observe(time.Since(t0))
 		}
-		if s := src.observe(); s != last || src.Busy(ctx) != "" {
+		if s := src.observe(); s != last || src.busy(ctx, time.Since(since)) != "" {
 			last, since = s, time.Now()
 			continue
 		}
@@ -292,7 +296,15 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 // Busy names real I/O still in flight, or "" when there is none. Without
 // a client (the driver has shut down) only the fixtures' own work counts:
 // the protocol's shutdown leaves no server process behind.
-func (src Source) Busy(ctx context.Context) string {
+func (src Source) Busy(ctx context.Context) string { return src.busy(ctx, 0) }
+
+// busy is Busy once nothing observable has changed for stableFor: the
+// rules that read a stall as the implementation's own decision (a fixture
+// blocked writing into a pipe, a handshake answered but not taken in) need
+// a longer stall (stallWindow) than the settle window, so a reader that is
+// only slow on a loaded machine is not taken for one that stopped.
+func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
+	stalled := stableFor >= stallWindow
 	if src.Client != nil {
 		for _, m := range src.Client.Outstanding() {
 			switch {
@@ -393,11 +405,11 @@ func (src Source) Busy(ctx context.Context) string {
 		if o.what == "restart attempt" && opens[server+"\x00connect"].seq > 0 {
 			continue // the connect decides
 		}
-		if o.what == "connect" && src.connectSettled(connects[server], started, journals[server]) {
+		if o.what == "connect" && src.connectSettled(connects[server], started, journals[server], stalled) {
 			continue
 		}
 		if o.what == "probe" {
-			if k, j := journalOf(server); k != "" && (probeHeld(j, src.HoldBound) || stuckWriting(j)) {
+			if k, j := journalOf(server); k != "" && (probeHeld(j, src.HoldBound) || stalled && stuckWriting(j)) {
 				continue
 			}
 		}
@@ -435,7 +447,7 @@ func (src Source) Busy(ctx context.Context) string {
 		if closedAt[e.Server] > e.Seq {
 			continue // cut off: what happens to it is the implementation's decision
 		}
-		if k, j := journalOf(e.Server); k != "" && (callHeld(j, src.HoldBound) || stuckWriting(j)) {
+		if k, j := journalOf(e.Server); k != "" && (callHeld(j, src.HoldBound) || stalled && stuckWriting(j)) {
 			continue
 		}
 		return fmt.Sprintf("call %s on %s in flight", id, e.Server)
@@ -466,13 +478,13 @@ func (src Source) Busy(ctx context.Context) string {
 // A stdio connect is in flight while its process has not started or not
 // journaled its launch yet; a remote one is judged by its journal's latest
 // launch.
-func (src Source) connectSettled(c event.Event, started []event.Event, j journal) bool {
+func (src Source) connectSettled(c event.Event, started []event.Event, j journal, stalled bool) bool {
 	if c.Kind == "" {
 		return false
 	}
 	if t, _ := c.Get("transport"); t != "stdio" {
 		l := latestLaunch(j)
-		return len(l) > 0 && (handshakeHeld(l) || handshakeAnswered(l))
+		return len(l) > 0 && (handshakeHeld(l) || stalled && handshakeAnswered(l))
 	}
 	pid := 0
 	for _, e := range started {
@@ -485,11 +497,11 @@ func (src Source) connectSettled(c event.Event, started []event.Event, j journal
 		return false
 	case proctest.Reaped(pid):
 		return true
-	case proctest.BlockedOnPipeWrite(pid):
+	case stalled && proctest.BlockedOnPipeWrite(pid):
 		return true
 	}
 	l := launchOf(j, pid)
-	return len(l) > 0 && (handshakeHeld(l) || handshakeAnswered(l))
+	return len(l) > 0 && (handshakeHeld(l) || stalled && handshakeAnswered(l))
 }
 
 // fixtureWorking names real-time work a fixture will finish by itself: a
