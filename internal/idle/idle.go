@@ -68,7 +68,7 @@ const (
 	// exchange (a fixture blocked writing, a handshake answered and not
 	// taken in) counts as the implementation's decision rather than a
 	// slow reader on a loaded machine.
-	stallWindow = 2 * time.Second
+	stallWindow = 5 * time.Second
 )
 
 // Error is the cause of a wait ended because the implementation went idle
