@@ -47,27 +47,29 @@ func wantLog(t *testing.T, r scenarios.Result, parts ...string) {
 	}
 }
 
-func TestAwaitTimeoutNamesWhatItWaitedFor(t *testing.T) {
-	r := only(t, runSelf(t, "^901", nil))
+// wantFailure runs the self-test scripts matching pattern, wants exactly
+// one, failed with a reason that contains reason, and returns it.
+func wantFailure(t *testing.T, pattern, reason string) scenarios.Result {
+	t.Helper()
+	r := only(t, runSelf(t, pattern, nil))
 	if r.Status != "fail" {
 		t.Fatalf("status %s, want fail", r.Status)
 	}
-	if !strings.Contains(r.Reason, "await: waited for restart.succeeded server=fx reason=probe-failure: nothing matched within 200ms") {
-		t.Errorf("reason %q does not name what the await waited for", r.Reason)
+	if !strings.Contains(r.Reason, reason) {
+		t.Errorf("reason %q lacks %q", r.Reason, reason)
 	}
+	return r
+}
+
+func TestAwaitTimeoutNamesWhatItWaitedFor(t *testing.T) {
+	r := wantFailure(t, "^901", "await: waited for restart.succeeded server=fx reason=probe-failure: nothing matched within 200ms")
 	wantLog(t, r,
 		"--- trace: last", "gate.closed session=s1",
 		"--- journal fx.journal: last", "initialized")
 }
 
 func TestAwaitFailsWhenIdle(t *testing.T) {
-	r := only(t, runSelf(t, "^911", nil))
-	if r.Status != "fail" {
-		t.Fatalf("status %s, want fail", r.Status)
-	}
-	if !strings.Contains(r.Reason, "await: waited for restart.succeeded server=fx reason=probe-failure: nothing matched before the implementation went idle") {
-		t.Errorf("reason %q does not say the implementation went idle", r.Reason)
-	}
+	wantFailure(t, "^911", "await: waited for restart.succeeded server=fx reason=probe-failure: nothing matched before the implementation went idle")
 }
 
 func TestScriptWithoutChecksFails(t *testing.T) {
