@@ -13,8 +13,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
-	"github.com/mcplife/mcplife/runtime/driver"
-	"github.com/mcplife/mcplife/runtime/proctest"
+	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/internal/proctest"
 )
 
 // roleEnv makes the test binary play another role: "fixture" (the fixture

@@ -1,7 +1,7 @@
 // Package conformance is the conformance suite: numbered requirements
 // (MUST/SHOULD statements, each traced to a seed or field failure), each
 // with a ginkgo spec that drives an MCP-client implementation through the
-// driver protocol (runtime/driver, docs/DRIVER.md) and judges it only by
+// driver protocol (conformance/driver, docs/DRIVER.md) and judges it only by
 // responses, events, the fixture's journal and the process table.
 //
 // Requirements belong to profiles (driver.Profiles); a driver claims the

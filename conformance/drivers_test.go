@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/docsection"
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/internal/docsection"
+	"github.com/mcplife/mcplife/conformance/driver"
 )
 
 // The drivers of other implementations (conformance/drivers, run by

@@ -12,7 +12,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 )
 
 // H is what a spec body works with: one implementation under test behind

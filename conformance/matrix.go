@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 )
 
 // MatrixColumn is one implementation in the conformance matrix: the name of

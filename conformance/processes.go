@@ -3,7 +3,7 @@ package conformance
 import (
 	"syscall"
 
-	"github.com/mcplife/mcplife/runtime/proctest"
+	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/onsi/ginkgo/v2"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 )
 
 // Baseline lists the requirements an implementation is known to fail, each

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 )
 
 // Level is the strength of a requirement, as in RFC 2119.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 )
 
 // TestNothingAppliedFails runs the suite in a child process (ginkgo allows

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 

@@ -4,7 +4,7 @@ import (
 	"syscall"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/onsi/ginkgo/v2"
 )

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/proctest"
+	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/onsi/ginkgo/v2"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 )
 
 // harnessEnv names a prebuilt harness binary (built with -tags

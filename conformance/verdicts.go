@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 )
 
 // VerdictReport is the compact, stable record of a run: the implementation

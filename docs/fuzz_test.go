@@ -16,7 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/mcplife/mcplife/runtime/docsection"
+	"github.com/mcplife/mcplife/internal/docsection"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcplife/mcplife/runtime/docsection"
+	"github.com/mcplife/mcplife/internal/docsection"
 	"github.com/mcplife/mcplife/scenarios"
 )
 

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 )
 
 // usage returns the usage line of a command.

@@ -15,9 +15,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
-	"github.com/mcplife/mcplife/runtime/driver"
-	"github.com/mcplife/mcplife/runtime/driver/drivertest"
-	"github.com/mcplife/mcplife/runtime/proctest"
+	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/conformance/driver/drivertest"
+	"github.com/mcplife/mcplife/internal/proctest"
 )
 
 // TestMain makes the test binary double as the commands scenarios run:

@@ -1,7 +1,7 @@
 package scenarios
 
 import (
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 )
 
 // Command is one scenario command: its name, usage and description (the

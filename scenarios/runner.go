@@ -17,7 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/mcplife/mcplife/internal/shard"
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 

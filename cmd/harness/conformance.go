@@ -13,7 +13,7 @@ import (
 
 	"github.com/mcplife/mcplife/conformance"
 	"github.com/mcplife/mcplife/internal/shard"
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 )
 
 // runConformance implements `harness conformance`: it runs the conformance

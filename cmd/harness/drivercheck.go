@@ -17,9 +17,9 @@ import (
 
 	"github.com/mcplife/mcplife/conformance"
 	"github.com/mcplife/mcplife/internal/textsafe"
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/runtime/event"
-	"github.com/mcplife/mcplife/runtime/proctest"
+	"github.com/mcplife/mcplife/internal/proctest"
 )
 
 // DefaultCheckTimeout bounds, in real time, each step of driver-check after

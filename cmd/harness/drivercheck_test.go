@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcplife/mcplife/runtime/driver"
-	"github.com/mcplife/mcplife/runtime/driver/drivertest"
+	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/conformance/driver/drivertest"
 )
 
 // serveCheckStandIn plays a deliberately broken driver for driver-check:

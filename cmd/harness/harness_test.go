@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
-	"github.com/mcplife/mcplife/runtime/driver"
-	"github.com/mcplife/mcplife/runtime/driver/drivertest"
+	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/conformance/driver/drivertest"
 	"github.com/mcplife/mcplife/runtime/host"
-	"github.com/mcplife/mcplife/runtime/proctest"
+	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/scenarios"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/mcplife/mcplife/runtime/mcpproxy"
+	"github.com/mcplife/mcplife/internal/mcpproxy"
 )
 
 const proxyUsage = `usage: harness proxy [flags] -- CMD ARGS...     (stdio server)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/host"
-	"github.com/mcplife/mcplife/runtime/mcpproxy"
+	"github.com/mcplife/mcplife/internal/mcpproxy"
 	"github.com/mcplife/mcplife/scenarios/repro"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/mcplife/mcplife/internal/shard"
 	"github.com/mcplife/mcplife/internal/textsafe"
-	"github.com/mcplife/mcplife/runtime/driver"
+	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/scenarios"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcplife/mcplife/runtime/event"
-	"github.com/mcplife/mcplife/runtime/timeline"
+	"github.com/mcplife/mcplife/internal/timeline"
 	"github.com/mcplife/mcplife/scenarios"
 )
 

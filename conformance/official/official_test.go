@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/proctest"
+	"github.com/mcplife/mcplife/internal/proctest"
 )
 
 // SuiteVersion is the pinned version of @modelcontextprotocol/conformance.

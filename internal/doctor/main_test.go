@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
-	"github.com/mcplife/mcplife/runtime/proctest"
+	"github.com/mcplife/mcplife/internal/proctest"
 )
 
 func TestMain(m *testing.M) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcplife/mcplife/runtime/docsection"
+	"github.com/mcplife/mcplife/internal/docsection"
 )
 
 // renderExamples renders examples of ToolName, MapResult and MapError for

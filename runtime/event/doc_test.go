@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcplife/mcplife/runtime/docsection"
+	"github.com/mcplife/mcplife/internal/docsection"
 )
 
 // RenderVocabulary renders the event vocabulary as a Markdown table.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/clock/clocktest"
+	"github.com/mcplife/mcplife/internal/clocktest"
 	"go.uber.org/goleak"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
-	"github.com/mcplife/mcplife/runtime/proctest"
+	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/runtime/toolcache"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcplife/mcplife/runtime/docsection"
+	"github.com/mcplife/mcplife/internal/docsection"
 )
 
 // renderOptions renders the fields of Options with their doc comments,

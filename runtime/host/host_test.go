@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/runtime/event"
-	"github.com/mcplife/mcplife/runtime/proctest"
+	"github.com/mcplife/mcplife/internal/proctest"
 )
 
 // TestMain checks for leaked goroutines (goleak) and processes. When

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/mcplife/mcplife/runtime/clock/clocktest"
+	"github.com/mcplife/mcplife/internal/clocktest"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/proc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

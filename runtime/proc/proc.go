@@ -53,7 +53,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/internal/faultenv"
-	"github.com/mcplife/mcplife/internal/readbuf"
+	"github.com/mcplife/mcplife/runtime/internal/readbuf"
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

@@ -21,8 +21,8 @@ import (
 	"unsafe"
 
 	"github.com/mcplife/mcplife/runtime/clock"
-	"github.com/mcplife/mcplife/runtime/clock/clocktest"
-	"github.com/mcplife/mcplife/runtime/proctest"
+	"github.com/mcplife/mcplife/internal/clocktest"
+	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

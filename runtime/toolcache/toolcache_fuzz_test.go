@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcplife/mcplife/runtime/clock/clocktest"
+	"github.com/mcplife/mcplife/internal/clocktest"
 )
 
 // recordSeeds are record file contents, usable and not.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcplife/mcplife/runtime/clock/clocktest"
+	"github.com/mcplife/mcplife/internal/clocktest"
 )
 
 func sampleTools() []*mcp.Tool {

@@ -44,7 +44,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/mcplife/mcplife/internal/readbuf"
+	"github.com/mcplife/mcplife/runtime/internal/readbuf"
 )
 
 // DefaultMaxMessageBytes is the limit callers use when none is configured:
