@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
-	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/runtime/toolcache"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
-	"github.com/mcplife/mcplife/runtime/bridge"
 	"github.com/mcplife/mcplife/internal/clocktest"
+	"github.com/mcplife/mcplife/internal/proctest"
+	"github.com/mcplife/mcplife/runtime/bridge"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/proc"
-	"github.com/mcplife/mcplife/internal/proctest"
 )
 
 // asFixtureEnv makes the test binary run as the fixture MCP server.

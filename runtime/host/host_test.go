@@ -11,8 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/internal/proctest"
+	"github.com/mcplife/mcplife/runtime/event"
 )
 
 // TestMain checks for leaked goroutines (goleak) and processes. When

@@ -20,9 +20,9 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/internal/clocktest"
 	"github.com/mcplife/mcplife/internal/proctest"
+	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
