@@ -10,8 +10,8 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/mcplife/mcplife/internal/docsection"
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/internal/docsection"
 	"github.com/mcplife/mcplife/runtime/host"
 )
 

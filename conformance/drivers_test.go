@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcplife/mcplife/internal/docsection"
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/internal/docsection"
 )
 
 // The drivers of other implementations (conformance/drivers, run by

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 

@@ -3,8 +3,8 @@ package conformance
 import (
 	"syscall"
 
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/onsi/ginkgo/v2"
 )

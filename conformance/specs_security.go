@@ -12,9 +12,9 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
+	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/runtime/config"
-	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 

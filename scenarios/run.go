@@ -15,8 +15,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/mcplife/mcplife/internal/idle"
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/internal/idle"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 

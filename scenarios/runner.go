@@ -16,8 +16,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/mcplife/mcplife/internal/shard"
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/internal/shard"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 

@@ -17,11 +17,11 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/internal/idle"
-	"github.com/mcplife/mcplife/conformance/driver"
-	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/internal/proctest"
+	"github.com/mcplife/mcplife/runtime/event"
 )
 
 // stateKey is the key of a script's state in testscript's Values.

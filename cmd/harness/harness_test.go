@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/conformance/driver/drivertest"
-	"github.com/mcplife/mcplife/runtime/host"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/internal/proctest"
+	"github.com/mcplife/mcplife/runtime/host"
 	"github.com/mcplife/mcplife/scenarios"
 )
 

@@ -8,8 +8,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/internal/clocktest"
+	"github.com/mcplife/mcplife/runtime/clock"
 )
 
 func (d *driver) clockState() (clock.Clock, *clocktest.Fake, time.Time, error) {

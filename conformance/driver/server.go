@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/internal/clocktest"
+	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/host"
 )
 

@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/internal/clocktest"
+	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/host"

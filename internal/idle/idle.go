@@ -47,10 +47,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/conformance/driver"
-	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/internal/proctest"
+	"github.com/mcplife/mcplife/runtime/event"
 )
 
 // The detector's bounds.

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
-	"github.com/mcplife/mcplife/runtime/bridge"
 	"github.com/mcplife/mcplife/internal/clocktest"
+	"github.com/mcplife/mcplife/internal/mcpproxy"
+	"github.com/mcplife/mcplife/runtime/bridge"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/host"
-	"github.com/mcplife/mcplife/internal/mcpproxy"
 )
 
 // env is a reference runtime on a fake clock whose server fx is the proxy in

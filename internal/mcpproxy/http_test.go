@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcplife/mcplife/internal/mcpproxy"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/host"
-	"github.com/mcplife/mcplife/internal/mcpproxy"
 )
 
 // The proxy in front of a streamable HTTP server: calls pass through, and a

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/host"
-	"github.com/mcplife/mcplife/internal/proctest"
 )
 
 // requireNodeEnv, set to 1 (as CI does), turns the skips of tests that need

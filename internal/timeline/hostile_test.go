@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/internal/timeline"
+	"github.com/mcplife/mcplife/runtime/event"
 )
 
 // hostileTrace is a session with one server that connects, takes a call,

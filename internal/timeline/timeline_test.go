@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/internal/timeline"
+	"github.com/mcplife/mcplife/runtime/event"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
