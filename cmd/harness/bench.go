@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,7 +31,7 @@ flags:
 
 // runBench implements `harness bench`.
 func runBench(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness bench", flag.ContinueOnError)
+	fs := newFlags("bench", benchUsage, stdout, stderr)
 	var cfg bench.Config
 	fs.IntVar(&cfg.Runs, "runs", bench.DefaultRuns, "repetitions of every workload")
 	fs.IntVar(&cfg.StartupServers, "servers", bench.DefaultStartupServers, "servers of the startup workload")
@@ -49,7 +48,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("q", false, "no progress lines")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (this process, not the fixtures) to `FILE`")
 	fixtureCmd := fs.String("fixture", "", "command line that starts the fixture MCP server (default: this binary, \"harness fixture\")")
-	if code := parseFlags(fs, args, benchUsage, stdout, stderr); code >= 0 {
+	if code := fs.parse(args); code >= 0 {
 		return code
 	}
 	if *compare {
@@ -71,8 +70,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "harness bench: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return fs.unexpected("")
 	}
 	cfg.Workloads = confSplitList(*workloads)
 	exe, err := os.Executable()

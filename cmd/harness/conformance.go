@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,9 +10,16 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/conformance"
-	"github.com/mcplife/mcplife/internal/shard"
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/internal/shard"
 )
+
+const conformanceUsage = `usage: harness conformance [flags]
+
+Runs the conformance suite against an implementation behind a driver
+(protocol ` + driver.ProtocolVersion + `); see docs/CONFORMANCE.md.
+
+`
 
 // runConformance implements `harness conformance`: it runs the conformance
 // suite (docs/CONFORMANCE.md) against the reference runtime, in-process, or
@@ -23,8 +28,7 @@ import (
 // Exit status: 0 when every applicable requirement passed (or failed as the
 // baseline expects), 1 otherwise, 2 for bad usage.
 func runConformance(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness conformance", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("conformance", conformanceUsage, stdout, stderr)
 	impl := fs.String("impl", "", "command line of the driver under test, e.g. 'node my-driver.js' (default: the reference runtime, in-process)")
 	profiles := fs.String("profile", "", "comma-separated profiles to run (default: every profile)")
 	reqs := fs.String("req", "", "comma-separated requirement ids to run (default: all)")
@@ -43,23 +47,13 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	list := fs.Bool("list", false, "list the requirements and exit")
 	fixtureBin := fs.String("fixture", "", "run this mcp-fixture `binary` (go build ./fixtures/mcp-fixture) as the fixture server instead of this harness binary; .ci/stress passes a build without -race, so the race detector watches the runtime, not the test double")
 	var sf stressFlags
-	sf.register(fs)
+	sf.register(fs.FlagSet)
 	shardFlag := fs.String("shard", "", "run only shard `I/N` of the selected requirements (sorted by id, index modulo N); merge the -json reports with harness merge-reports")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: harness conformance [flags]\n\n"+
-			"Runs the conformance suite against an implementation behind a driver\n"+
-			"(protocol %s); see docs/CONFORMANCE.md.\n\n", driver.ProtocolVersion)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code := fs.parse(args); code >= 0 {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
-		return 2
+		return fs.badUsage()
 	}
 	if *list {
 		for _, r := range conformance.Requirements() {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -45,12 +44,6 @@ usage.
 flags:
 `
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string     { return fmt.Sprint(*l) }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
 // runDoctor implements `harness doctor`; SIGINT or SIGTERM ends -watch.
 func runDoctor(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -65,8 +58,8 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 
 // runDoctorContext is runDoctor with the context that ends -watch.
 func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness doctor", flag.ContinueOnError)
-	var files stringList
+	fs := newFlags("doctor", doctorUsage, stdout, stderr)
+	var files multiFlag
 	fs.Var(&files, "config", "check this config `FILE` instead of discovering (repeatable; earlier files win)")
 	dir := fs.String("dir", "", "project directory for discovery (default: the current directory)")
 	home := fs.String("home", "", "home directory for user-level discovery (default: $HOME)")
@@ -77,12 +70,11 @@ func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writ
 	width := fs.Int("width", 0, "terminal width (default: $COLUMNS, else 100)")
 	stderrLines := fs.Int("stderr-lines", 5, "stderr lines shown for a failed server")
 	eventsFile := fs.String("events", "", "write every lifecycle event to `FILE` (JSON lines) when done, for harness timeline")
-	if code := parseFlags(fs, args, doctorUsage, stdout, stderr); code >= 0 {
+	if code := fs.parse(args); code >= 0 {
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "harness doctor: unexpected argument %q (config files go after -config)\n", fs.Arg(0))
-		return 2
+		return fs.unexpected("config files go after -config")
 	}
 	for _, f := range files {
 		st, err := os.Stat(f)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,10 +15,10 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/conformance"
-	"github.com/mcplife/mcplife/internal/textsafe"
 	"github.com/mcplife/mcplife/conformance/driver"
-	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/internal/proctest"
+	"github.com/mcplife/mcplife/internal/textsafe"
+	"github.com/mcplife/mcplife/runtime/event"
 )
 
 // DefaultCheckTimeout bounds, in real time, each step of driver-check after
@@ -51,37 +50,33 @@ type checkReport struct {
 	Stderr string `json:"stderr,omitempty"`
 }
 
+const driverCheckUsage = `usage: harness driver-check -impl 'CMD' [-json] [-timeout D] [-hello-timeout D]
+
+Runs the handshake and a few basic requests (hello, an unknown method,
+start with an inline fixture server, session.open, tools.list, a tool
+call, status, shutdown) against a driver (protocol ` + driver.ProtocolVersion + `) and prints
+every problem found in its output: lines that are not JSON, missing
+fields and schema violations (with JSON pointers), unknown capability
+or profile names, a wrong protocol version, undocumented event
+attributes, requests left unanswered, processes left running.
+Exit status: 0 no problems, 1 problems, 2 bad usage.
+
+`
+
 // runDriverCheck implements `harness driver-check`: a quick protocol check
 // of a driver before the full conformance suite. Exit status: 0 no
 // problems, 1 problems found, 2 bad usage.
 func runDriverCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness driver-check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("driver-check", driverCheckUsage, stdout, stderr)
 	impl := fs.String("impl", "", "command line of the driver to check, e.g. 'node my-driver.js' (required)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	timeout := fs.Duration("timeout", DefaultCheckTimeout, "real-time bound of each step after hello (a response, a call result, the exit after shutdown)")
 	helloTimeout := fs.Duration("hello-timeout", DefaultHelloTimeout, "real-time bound of the driver's start-up and its answer to hello")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: harness driver-check -impl 'CMD' [-json] [-timeout D] [-hello-timeout D]\n\n"+
-			"Runs the handshake and a few basic requests (hello, an unknown method,\n"+
-			"start with an inline fixture server, session.open, tools.list, a tool\n"+
-			"call, status, shutdown) against a driver (protocol %s) and prints\n"+
-			"every problem found in its output: lines that are not JSON, missing\n"+
-			"fields and schema violations (with JSON pointers), unknown capability\n"+
-			"or profile names, a wrong protocol version, undocumented event\n"+
-			"attributes, requests left unanswered, processes left running.\n"+
-			"Exit status: 0 no problems, 1 problems, 2 bad usage.\n\n", driver.ProtocolVersion)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code := fs.parse(args); code >= 0 {
+		return code
 	}
 	if fs.NArg() > 0 || *impl == "" || *timeout <= 0 || *helloTimeout <= 0 {
-		fs.Usage()
-		return 2
+		return fs.badUsage()
 	}
 	argv, err := conformance.SplitCommand(*impl)
 	if err != nil {

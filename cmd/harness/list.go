@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"regexp"
@@ -11,26 +9,24 @@ import (
 	"github.com/mcplife/mcplife/scenarios"
 )
 
+const listUsage = `usage: harness list [-run REGEX] [-v]
+
+Lists the scenarios: number, name and what each checks.
+
+flags:
+`
+
 // runList implements `harness list`: the number, name and one-line
 // description of every scenario of the catalog embedded in the binary.
 func runList(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness list", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlags("list", listUsage, stdout, stderr)
 	runPattern := fs.String("run", "", "list only the scenarios whose name (NNN-slug) matches this regular expression")
 	guards := fs.Bool("v", false, "also print what each scenario guards (seed statement or field failure)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: harness list [-run REGEX] [-v]\n\nLists the scenarios: number, name and what each checks.\n\nflags:")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "harness list: %v (harness list -h lists the flags)\n", err)
-		return 2
+	if code := fs.parse(args); code >= 0 {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "harness list: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return fs.unexpected("")
 	}
 	var re *regexp.Regexp
 	if *runPattern != "" {

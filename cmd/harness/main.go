@@ -47,6 +47,39 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// command is one harness command: its name, its line in the command list
+// and what runs it (with the arguments after the name).
+type command struct {
+	name, summary string
+	run           func(args []string, stdout, stderr io.Writer) int
+}
+
+// commands is the command list: run dispatches on it and usage prints it,
+// in this order.
+var commands = []command{
+	{"run", "run the scenario catalog (default: against the reference runtime)", runScenarios},
+	{"list", "list the scenarios: number, name, description", runList},
+	{"conformance", "run the conformance suite against an implementation", runConformance},
+	{"driver-check", "check a driver's handshake and basic requests before running the suite", runDriverCheck},
+	{"matrix", "render docs/MATRIX.md from the drivers' stored verdicts", runMatrix},
+	{"doctor", "connect every configured MCP server and report what is wrong", runDoctor},
+	{"proxy", "forward to a real MCP server and inject faults on demand",
+		func(args []string, stdout, stderr io.Writer) int { return runProxy(args, os.Stdin, stdout, stderr) }},
+	{"record", "record a session against real servers (events and wire) to a trace", runRecord},
+	{"repro", "turn a recorded trace into a scenario replaying it against the fixture", runRepro},
+	{"timeline", "draw a trace of lifecycle events as an SVG or HTML timeline", runTimeline},
+	{"bench", "measure scale: 500 servers, concurrent calls, restart storm, cache gate", runBench},
+	{"merge-reports", "merge the -json reports of sharded runs (-shard I/N)", runMerge},
+	{"mutation-report", "print the mutation scores of a .ci/mutation results directory", runMutationReport},
+	{"mcp-client", "connect one streamable-HTTP server through the runtime (the official MCP client suite's client)", runMCPClient},
+	{"driver", "serve the reference runtime over the driver protocol on stdin/stdout",
+		func(args []string, stdout, stderr io.Writer) int { return runDriver(args, os.Stdin, stdout, stderr) }},
+	{"fixture", "run the fixture MCP server (same MCP_FIXTURE_* knobs)",
+		func([]string, io.Writer, io.Writer) int { return fixture.Main() }},
+	{"version", "print the harness version",
+		func(_ []string, stdout, _ io.Writer) int { fmt.Fprintf(stdout, "harness %s\n", Version); return 0 }},
+}
+
 // run dispatches a subcommand and returns the exit code: 0 success, 1 a
 // failure of what ran, 2 bad usage.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -54,72 +87,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "run":
-		return runScenarios(rest, stdout, stderr)
-	case "list":
-		return runList(rest, stdout, stderr)
-	case "conformance":
-		return runConformance(rest, stdout, stderr)
-	case "doctor":
-		return runDoctor(rest, stdout, stderr)
-	case "timeline":
-		return runTimeline(rest, stdout, stderr)
-	case "proxy":
-		return runProxy(rest, os.Stdin, stdout, stderr)
-	case "record":
-		return runRecord(rest, stdout, stderr)
-	case "repro":
-		return runRepro(rest, stdout, stderr)
-	case "driver":
-		return runDriver(rest)
-	case "driver-check":
-		return runDriverCheck(rest, stdout, stderr)
-	case "mutation-report":
-		return runMutationReport(rest, stdout, stderr)
-	case "bench":
-		return runBench(rest, stdout, stderr)
-	case "merge-reports":
-		return runMerge(rest, stdout, stderr)
-	case "matrix":
-		return runMatrix(rest, stdout, stderr)
-	case "mcp-client":
-		return runMCPClient(rest, stdout, stderr)
-	case "fixture":
-		return fixture.Main()
-	case "version":
-		fmt.Fprintf(stdout, "harness %s\n", Version)
-		return 0
+	name, rest := args[0], args[1:]
+	for _, c := range commands {
+		if c.name == name {
+			return c.run(rest, stdout, stderr)
+		}
+	}
+	switch name {
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
 	}
-	fmt.Fprintf(stderr, "harness: unknown command %q\n", cmd)
+	fmt.Fprintf(stderr, "harness: unknown command %q\n", name)
 	usage(stderr)
 	return 2
 }
 
+// usage prints the command list.
 func usage(w io.Writer) {
-	fmt.Fprint(w, `usage: harness <command> [flags]
-
-commands:
-  run              run the scenario catalog (default: against the reference runtime)
-  list             list the scenarios: number, name, description
-  conformance      run the conformance suite against an implementation
-  driver-check     check a driver's handshake and basic requests before running the suite
-  matrix           render docs/MATRIX.md from the drivers' stored verdicts
-  doctor           connect every configured MCP server and report what is wrong
-  proxy            forward to a real MCP server and inject faults on demand
-  record           record a session against real servers (events and wire) to a trace
-  repro            turn a recorded trace into a scenario replaying it against the fixture
-  timeline         draw a trace of lifecycle events as an SVG or HTML timeline
-  bench            measure scale: 500 servers, concurrent calls, restart storm, cache gate
-  merge-reports    merge the -json reports of sharded runs (-shard I/N)
-  mutation-report  print the mutation scores of a .ci/mutation results directory
-  mcp-client       connect one streamable-HTTP server through the runtime (the official MCP client suite's client)
-  driver           serve the reference runtime over the driver protocol on stdin/stdout
-  fixture          run the fixture MCP server (same MCP_FIXTURE_* knobs)
-  version          print the harness version
-`)
+	fmt.Fprint(w, "usage: harness <command> [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-17s%s\n", c.name, c.summary)
+	}
 }

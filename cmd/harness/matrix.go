@@ -1,32 +1,34 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
 	"github.com/mcplife/mcplife/conformance"
 )
 
+const matrixUsage = `usage: harness matrix [-dir DIR] [-out FILE]
+
+Renders the conformance matrix (docs/MATRIX.md) from the verdict reports
+stored beside each driver (conformance/drivers/*/report.json). Run it from
+the repository root.
+
+flags:
+`
+
 // runMatrix implements `harness matrix`: it renders the conformance matrix
 // (docs/MATRIX.md) from the verdict reports committed beside each driver
 // (conformance/drivers/*/report.json, written by harness conformance
 // -verdicts). Run it from the repository root.
 func runMatrix(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness matrix", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("matrix", matrixUsage, stdout, stderr)
 	dir := fs.String("dir", "conformance/drivers", "directory whose */report.json are the columns")
 	out := fs.String("out", "docs/MATRIX.md", "file to write")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code := fs.parse(args); code >= 0 {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
-		return 2
+		return fs.badUsage()
 	}
 	if err := conformance.WriteMatrix(*dir, *out); err != nil {
 		fmt.Fprintf(stderr, "harness matrix: %v\n", err)

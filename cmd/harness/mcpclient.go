@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -138,6 +137,14 @@ type mcpClientReport struct {
 	Events   []string `json:"events"`
 }
 
+const mcpClientUsage = `usage: harness mcp-client [-scenario NAME] [-timeout D] [-json] [-v] URL
+
+Connects to the streamable-HTTP MCP server at URL through the reference runtime and
+does what the official conformance client scenario expects (the runner passes the
+URL as the last argument and the scenario in $` + ScenarioEnv + `).
+
+`
+
 // runMCPClient is "harness mcp-client URL": a client on top of the reference
 // runtime for the official MCP conformance suite's client mode. It
 // configures one streamable-HTTP server (elicitation answered with the
@@ -145,25 +152,16 @@ type mcpClientReport struct {
 // what the scenario named by MCP_CONFORMANCE_SCENARIO (or -scenario)
 // expects, closes everything and exits: 0 when every step succeeded.
 func runMCPClient(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("mcp-client", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("mcp-client", mcpClientUsage, stdout, stderr)
 	scenario := fs.String("scenario", os.Getenv(ScenarioEnv), "official client scenario (default $"+ScenarioEnv+")")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on the whole run")
 	jsonOut := fs.Bool("json", false, "print a JSON report instead of text")
 	verbose := fs.Bool("v", false, "log the runtime's debug output to stderr")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: harness mcp-client [-scenario NAME] [-timeout D] [-json] [-v] URL\n\n"+
-			"Connects to the streamable-HTTP MCP server at URL through the reference runtime and\n"+
-			"does what the official conformance client scenario expects (the runner passes the\n"+
-			"URL as the last argument and the scenario in $%s).\n\n", ScenarioEnv)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code := fs.parse(args); code >= 0 {
+		return code
 	}
 	if fs.NArg() < 1 {
-		fs.Usage()
-		return 2
+		return fs.badUsage()
 	}
 	url := fs.Arg(fs.NArg() - 1)
 

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,18 +24,10 @@ flags:
 
 // runMerge implements `harness merge-reports`.
 func runMerge(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness merge-reports", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlags("merge-reports", mergeUsage, stdout, stderr)
 	out := fs.String("o", "", "write the merged report to `FILE` (required)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, mergeUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "harness merge-reports: %v\n", err)
-		return 2
+	if code := fs.parse(args); code >= 0 {
+		return code
 	}
 	if *out == "" || fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "harness merge-reports: want -o OUT.json and at least one report")

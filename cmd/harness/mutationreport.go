@@ -2,34 +2,29 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
 	"github.com/mcplife/mcplife/cmd/harness/internal/mutation"
 )
 
+const mutationReportUsage = `usage: harness mutation-report [-survivors] [-json] DIR
+
+Prints the mutation scores of the results .ci/mutation wrote to DIR.
+
+`
+
 // runMutationReport implements `harness mutation-report DIR`: the mutation
 // score table of the results .ci/mutation wrote to DIR.
 func runMutationReport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness mutation-report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("mutation-report", mutationReportUsage, stdout, stderr)
 	survivors := fs.Bool("survivors", false, "list every surviving mutant")
 	asJSON := fs.Bool("json", false, "print the rows as JSON")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: harness mutation-report [-survivors] [-json] DIR\n\nPrints the mutation scores of the results .ci/mutation wrote to DIR.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code := fs.parse(args); code >= 0 {
+		return code
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
+		return fs.badUsage()
 	}
 	runs, err := mutation.ReadDir(fs.Arg(0))
 	if err != nil {

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/mcplife/mcplife/internal/mcpproxy"
@@ -48,15 +46,9 @@ control endpoint (-control):
 flags:
 `
 
-// multiFlag collects a repeatable string flag.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
 // runProxy implements `harness proxy`.
 func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness proxy", flag.ContinueOnError)
+	fs := newFlags("proxy", proxyUsage, stdout, stderr)
 	var faults multiFlag
 	fs.Var(&faults, "fault", "install `RULE` at start (repeatable)")
 	faultsFile := fs.String("faults", "", "install the rules of `FILE` (one per line, # comments) at start")
@@ -69,7 +61,7 @@ func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	allowNonLoopback := fs.Bool("allow-non-loopback", false, "with -upstream: let -listen be a non-loopback address (anyone who reaches it can use the upstream)")
 	addrFile := fs.String("addr-file", "", "with -upstream: write the chosen host:port to `FILE`")
 	grace := fs.Duration("stop-grace", mcpproxy.DefaultStopGrace, "how long to wait for the upstream at each step of stopping it (stdin closed, SIGTERM, SIGKILL)")
-	if code := parseFlags(fs, args, proxyUsage, stdout, stderr); code >= 0 {
+	if code := fs.parse(args); code >= 0 {
 		return code
 	}
 	var rules []mcpproxy.Rule

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcplife/mcplife/internal/mcpproxy"
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/host"
-	"github.com/mcplife/mcplife/internal/mcpproxy"
 	"github.com/mcplife/mcplife/scenarios/repro"
 )
 
@@ -44,7 +43,7 @@ flags:
 
 // runRecord implements `harness record`.
 func runRecord(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness record", flag.ContinueOnError)
+	fs := newFlags("record", recordUsage, stdout, stderr)
 	cfgFile := fs.String("config", "", "the config `FILE` whose servers are recorded (required)")
 	out := fs.String("o", "", "write the trace to `TRACE` (required)")
 	var calls, faults multiFlag
@@ -54,7 +53,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	gate := fs.Duration("startup-gate", 30*time.Second, "how long session start waits for the servers to connect")
 	probe := fs.Duration("probe-timeout", host.DefaultProbeTimeout, "timeout of each health probe step")
 	jsonOut := fs.Bool("json", false, "print the summary as JSON")
-	if code := parseFlags(fs, args, recordUsage, stdout, stderr); code >= 0 {
+	if code := fs.parse(args); code >= 0 {
 		return code
 	}
 	if *cfgFile == "" || *out == "" || fs.NArg() > 0 {

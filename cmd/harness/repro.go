@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,10 +29,10 @@ flags:
 
 // runRepro implements `harness repro`.
 func runRepro(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness repro", flag.ContinueOnError)
+	fs := newFlags("repro", reproUsage, stdout, stderr)
 	out := fs.String("o", "", "write the scenario to `FILE` (default: stdout); its name must be NNN-slug.txtar")
 	name := fs.String("name", "", "the scenario's `NNN-slug` for its header (default: from -o, else 900-recorded-session)")
-	if code := parseFlags(fs, args, reproUsage, stdout, stderr); code >= 0 {
+	if code := fs.parse(args); code >= 0 {
 		return code
 	}
 	if fs.NArg() != 1 {

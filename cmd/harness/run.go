@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,9 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/internal/shard"
 	"github.com/mcplife/mcplife/internal/textsafe"
-	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/scenarios"
 )
 
@@ -38,7 +37,7 @@ flags:
 
 // runScenarios implements `harness run`.
 func runScenarios(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness run", flag.ContinueOnError)
+	fs := newFlags("run", runUsage, stdout, stderr)
 	runPattern := fs.String("run", "", "run only the scenarios whose name (NNN-slug) matches this regular expression")
 	impl := fs.String("impl", "", "driver command line of the implementation under test, e.g. 'node my-driver.js' (default: the reference runtime, in process)")
 	jsonFile := fs.String("json", "", "write the results as JSON to `FILE`")
@@ -48,17 +47,16 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	parallel := fs.Int("parallel", 0, "how many scenarios run at once (default: twice the number of CPUs)")
 	timeout := fs.Duration("timeout", scenarios.DefaultAwaitTimeout, "real-time limit of every wait in a scenario (await, result, ...)")
 	var sf stressFlags
-	sf.register(fs)
+	sf.register(fs.FlagSet)
 	timelineDir := fs.String("timeline", "", "write a timeline of every scenario to `DIR`: NNN-slug.svg, .html and the events as .jsonl")
 	dir := fs.String("dir", "", "run the scenario files (NNN-slug.txtar) of `DIR` instead of the embedded catalog, e.g. one written by harness repro")
 	shardFlag := fs.String("shard", "", "run only shard `I/N` of the selected scenarios (sorted by name, index modulo N); merge the -json reports with harness merge-reports")
 	fixtureBin := fs.String("fixture", "", "run this mcp-fixture `binary` (go build ./fixtures/mcp-fixture) as the scenarios' mcp-fixture instead of this harness binary; .ci/stress passes a build without -race")
-	if code := parseFlags(fs, args, runUsage, stdout, stderr); code >= 0 {
+	if code := fs.parse(args); code >= 0 {
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "harness run: unexpected argument %q (select scenarios with -run REGEX)\n", fs.Arg(0))
-		return 2
+		return fs.unexpected("select scenarios with -run REGEX")
 	}
 	if sf.runs > 0 {
 		return runStress("run", args, sf, scenarioVerdicts, stdout, stderr)

@@ -2,15 +2,14 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/internal/timeline"
+	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/scenarios"
 )
 
@@ -32,13 +31,13 @@ flags:
 
 // runTimeline implements `harness timeline`.
 func runTimeline(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("harness timeline", flag.ContinueOnError)
+	fs := newFlags("timeline", timelineUsage, stdout, stderr)
 	out := fs.String("o", "", "write the picture to `FILE` (\"-\": standard output); only with one TRACE")
 	format := fs.String("format", "", "svg or html (default: from -o's extension, else svg)")
 	title := fs.String("title", "", "title of the picture (default: the trace's file name)")
 	axis := fs.String("axis", "", "name of the time axis (default: \"time since the first event\")")
 	width := fs.Int("width", 0, "width of the picture in pixels (default 1200)")
-	if code := parseFlags(fs, args, timelineUsage, stdout, stderr); code >= 0 {
+	if code := fs.parse(args); code >= 0 {
 		return code
 	}
 	if fs.NArg() == 0 {
