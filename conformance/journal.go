@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 	"github.com/onsi/ginkgo/v2"
 )
 
 // This file holds reading and awaiting fixture journals.
 
 // JournalEntries is a fixture journal.
-type JournalEntries []fixture.Entry
+type JournalEntries []journal.Entry
 
 // Of returns the entries of kind.
 func (j JournalEntries) Of(kind string) JournalEntries {
@@ -72,10 +72,10 @@ func (j JournalEntries) AllPIDs() []int {
 }
 
 // Last returns the last entry of kind, or a zero entry.
-func (j JournalEntries) Last(kind string) fixture.Entry {
+func (j JournalEntries) Last(kind string) journal.Entry {
 	es := j.Of(kind)
 	if len(es) == 0 {
-		return fixture.Entry{}
+		return journal.Entry{}
 	}
 	return es[len(es)-1]
 }
@@ -94,7 +94,7 @@ func (h *H) readJournal(key string) JournalEntries {
 
 // readJournalFile reads a journal file; a missing one has no entries.
 func readJournalFile(path string) (JournalEntries, error) {
-	es, err := fixture.ReadJournal(path)
+	es, err := journal.Read(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}

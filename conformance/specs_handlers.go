@@ -9,7 +9,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 
 	"github.com/mcplife/mcplife/conformance/driver"
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
@@ -48,7 +48,7 @@ func (h *H) startOffered(key string, value any, capability string) {
 // callRefused calls tool of session main, which must end in a tool error
 // whose text contains failure (the server's request to the host was
 // refused), and returns the last entry of kind in server "off"'s journal.
-func (h *H) callRefused(tool string, args map[string]any, failure, kind string) fixture.Entry {
+func (h *H) callRefused(tool string, args map[string]any, failure, kind string) journal.Entry {
 	ginkgo.GinkgoHelper()
 	r := h.CallNow("main", tool, args)
 	h.Verify(Response, r.Error == nil && r.Result.IsError && strings.Contains(r.Result.Text, failure),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
@@ -197,7 +198,7 @@ func cmdCount(s *state, _ bool, args []string) {
 }
 
 // journalMatch reports whether a journal entry matches kind and fields.
-func journalMatch(e fixture.Entry, kind string, fields []expectation) bool {
+func journalMatch(e journal.Entry, kind string, fields []expectation) bool {
 	if e.Kind != kind {
 		return false
 	}

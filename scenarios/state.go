@@ -18,7 +18,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/mcplife/mcplife/conformance/driver"
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 	"github.com/mcplife/mcplife/internal/idle"
 	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/runtime/event"
@@ -223,8 +223,8 @@ func (s *state) journals() []string {
 }
 
 // readJournal reads a journal, failing the script on a broken file.
-func (s *state) readJournal(file string) []fixture.Entry {
-	es, err := fixture.ReadJournal(s.path(file))
+func (s *state) readJournal(file string) []journal.Entry {
+	es, err := journal.Read(s.path(file))
 	if err != nil {
 		s.fatalf("%v", err)
 	}
@@ -255,7 +255,7 @@ func (s *state) tails() string {
 		b.WriteString("--- trace: no implementation was started ---\n")
 	}
 	for _, j := range s.journals() {
-		es, err := fixture.ReadJournal(j)
+		es, err := journal.Read(j)
 		rel, _ := filepath.Rel(s.work, j)
 		if err != nil {
 			fmt.Fprintf(&b, "--- journal %s: %v ---\n", rel, err)
@@ -292,7 +292,7 @@ func (s *state) sanitize(v string) string {
 }
 
 // journalLine renders a journal entry without pid and time.
-func journalLine(e fixture.Entry) string {
+func journalLine(e journal.Entry) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#%d launch=%d %s", e.Seq, e.Launch, e.Kind)
 	keys := make([]string, 0, len(e.Fields))
@@ -315,7 +315,7 @@ func journalLine(e fixture.Entry) string {
 func (s *state) processes() map[int]string {
 	pids := map[int]string{}
 	for _, j := range s.journals() {
-		es, _ := fixture.ReadJournal(j)
+		es, _ := journal.Read(j)
 		rel, _ := filepath.Rel(s.work, j)
 		for _, e := range es {
 			switch e.Kind {

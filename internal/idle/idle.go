@@ -48,7 +48,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/conformance/driver"
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	fixturejournal "github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/runtime/event"
 )
@@ -540,7 +540,7 @@ func (src Source) stepIgnored(key string, j journal, step string) bool {
 // ends it; SIGTERM unless MCP_FIXTURE_IGNORE_SIGTERM; closing stdin unless
 // MCP_FIXTURE_IGNORE_STDIN_EOF or the latest launch is wedged in a blocking
 // hang (MCP_FIXTURE_BLOCK_EVENT_LOOP).
-func StepIgnored(knobs map[string]string, entries []fixture.Entry, step string) bool {
+func StepIgnored(knobs map[string]string, entries []fixturejournal.Entry, step string) bool {
 	switch step {
 	case "SIGKILL":
 		return false
@@ -570,7 +570,7 @@ func latestLaunch(j journal) journal {
 }
 
 // openHang returns the launch's hang that has not ended.
-func openHang(l journal) (h fixture.Entry, ok bool) {
+func openHang(l journal) (h fixturejournal.Entry, ok bool) {
 	s, e := l.last("hang-start"), l.last("hang-end")
 	return s, s.Seq > 0 && s.Seq > e.Seq
 }
@@ -710,11 +710,11 @@ func attrInt(e event.Event, k string) int {
 }
 
 // journal is a fixture journal.
-type journal []fixture.Entry
+type journal []fixturejournal.Entry
 
 // read reads a journal file; a missing one has no entries.
 func read(path string) (journal, error) {
-	es, err := fixture.ReadJournal(path)
+	es, err := fixturejournal.Read(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -722,13 +722,13 @@ func read(path string) (journal, error) {
 }
 
 // last returns the last entry of kind, or a zero entry.
-func (j journal) last(kind string) fixture.Entry {
+func (j journal) last(kind string) fixturejournal.Entry {
 	for i := len(j) - 1; i >= 0; i-- {
 		if j[i].Kind == kind {
 			return j[i]
 		}
 	}
-	return fixture.Entry{}
+	return fixturejournal.Entry{}
 }
 
 // where returns the entries of kind whose field key formats as val.

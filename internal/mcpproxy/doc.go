@@ -10,5 +10,5 @@
 // the method and the tool name of each message the client sends, and can be
 // switched at run time through a loopback HTTP control endpoint (Control).
 // What the proxy sees is appended to a journal in the fixture's format
-// (fixture.ReadJournal reads it), so scenario tooling reads it unchanged.
+// (package journal reads it), so scenario tooling reads it unchanged.
 package mcpproxy

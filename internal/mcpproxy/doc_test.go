@@ -1,12 +1,10 @@
 package mcpproxy_test
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 	"github.com/mcplife/mcplife/internal/docsection"
 	"github.com/mcplife/mcplife/internal/mcpproxy"
 )
@@ -14,16 +12,7 @@ import (
 const testingDoc = "../../docs/TESTING.md"
 
 func TestDocsProxySections(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("| Kind | Fields | Meaning |\n|---|---|---|\n")
-	for _, k := range mcpproxy.JournalKinds() {
-		f := k.Fields
-		if f == "" {
-			f = "(none)"
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.Kind, f, k.Meaning)
-	}
-	if err := docsection.Check(testingDoc, "proxy-journal", b.String()); err != nil {
+	if err := docsection.Check(testingDoc, "proxy-journal", journal.KindTable(mcpproxy.JournalKinds())); err != nil {
 		t.Error(err)
 	}
 	rules := "```\n" + mcpproxy.RuleSyntax + "\n```\n\n```\n" + mcpproxy.ControlAPI + "\n```\n"
@@ -34,7 +23,7 @@ func TestDocsProxySections(t *testing.T) {
 
 // checkJournalKinds fails the test when the proxy wrote a kind its
 // documentation does not list.
-func checkJournalKinds(t *testing.T, entries []fixture.Entry) {
+func checkJournalKinds(t *testing.T, entries []journal.Entry) {
 	t.Helper()
 	var known []string
 	for _, k := range mcpproxy.JournalKinds() {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 	"github.com/mcplife/mcplife/internal/clocktest"
 	"github.com/mcplife/mcplife/internal/mcpproxy"
 	"github.com/mcplife/mcplife/runtime/bridge"
@@ -138,8 +138,8 @@ func (e *env) await(kind event.Kind, attrs ...string) event.Event {
 	return ev
 }
 
-func (e *env) entries(name string) []fixture.Entry {
-	es, err := fixture.ReadJournal(filepath.Join(e.dir, name))
+func (e *env) entries(name string) []journal.Entry {
+	es, err := journal.Read(filepath.Join(e.dir, name))
 	if err != nil {
 		e.t.Fatal(err)
 	}

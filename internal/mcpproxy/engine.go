@@ -6,14 +6,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 )
 
 // engine is the transport-independent part of a proxy: the live rules, the
 // held requests, the journal and the exit decision.
 type engine struct {
 	rules ruleSet
-	jw    *fixture.JournalWriter
+	jw    *journal.Writer
 	log   *slog.Logger
 
 	mu     sync.Mutex
@@ -36,7 +36,7 @@ type heldRequest struct {
 	release      func(cancelled bool)
 }
 
-func newEngine(jw *fixture.JournalWriter, log *slog.Logger) *engine {
+func newEngine(jw *journal.Writer, log *slog.Logger) *engine {
 	return &engine{jw: jw, log: log, held: map[string]*heldRequest{}, exitCh: make(chan exitRequest, 1)}
 }
 

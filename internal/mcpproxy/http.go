@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 )
 
 // HTTPOptions configures a proxy in front of a streamable HTTP or SSE
@@ -89,7 +89,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 	if !loopback && !opts.AllowNonLoopback {
 		return 2, fmt.Errorf("listen address %q: not a loopback address; the proxy has no authentication, so anyone who reaches it can call the upstream's tools (allow it explicitly with -allow-non-loopback)", opts.Listen)
 	}
-	jw, err := fixture.NewJournalWriter(opts.Journal, os.Getpid(), opts.Logger)
+	jw, err := journal.NewWriter(opts.Journal, os.Getpid(), opts.Logger)
 	if err != nil {
 		return 2, err
 	}
@@ -99,7 +99,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("listen: %w", err)
 	}
-	jw.Begin(map[string]any{"transport": "http", "mode": "proxy", "upstream": opts.Upstream})
+	jw.Begin(0, map[string]any{"transport": "http", "mode": "proxy", "upstream": opts.Upstream})
 	eng.journal("listening", map[string]any{"address": ln.Addr().String(), "url": "http://" + ln.Addr().String() + target.Path})
 	var ctlEnd ControlEndpoint
 	if opts.Control != "" {

@@ -1,12 +1,12 @@
 package mcpproxy
 
-import "github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+import "github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 
 // JournalKinds lists the kinds of journal entry the proxy writes. The
-// journal has the fixture's format (fixture.ReadJournal reads it); kinds
+// journal has the fixture's format (journal.Read reads it); kinds
 // shared with the fixture mean the same thing seen from the wire.
-func JournalKinds() []fixture.JournalKind {
-	return []fixture.JournalKind{
+func JournalKinds() []journal.Kind {
+	return []journal.Kind{
 		{Kind: "launch", Fields: "transport, mode, upstream", Meaning: "A proxy launch began; mode is `proxy`, upstream the server's command line or URL."},
 		{Kind: "upstream-started", Fields: "upstreamPid", Meaning: "stdio: the upstream server process started (in its own process group)."},
 		{Kind: "listening", Fields: "address, url", Meaning: "http: the proxy listens on address; clients use url."},

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 )
 
 // DefaultStopGrace is how long the proxy waits for the upstream server at
@@ -103,13 +103,13 @@ func RunStdio(ctx context.Context, in io.Reader, out io.Writer, opts StdioOption
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	jw, err := fixture.NewJournalWriter(opts.Journal, os.Getpid(), opts.Logger)
+	jw, err := journal.NewWriter(opts.Journal, os.Getpid(), opts.Logger)
 	if err != nil {
 		return 2, err
 	}
 	eng := newEngine(jw, opts.Logger)
 	defer eng.close()
-	jw.Begin(map[string]any{"transport": "stdio", "mode": "proxy", "upstream": strings.Join(opts.Command, " ")})
+	jw.Begin(0, map[string]any{"transport": "stdio", "mode": "proxy", "upstream": strings.Join(opts.Command, " ")})
 
 	var ctl *Control
 	if opts.Control != "" {

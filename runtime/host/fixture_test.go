@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 	"github.com/mcplife/mcplife/internal/clocktest"
 	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/runtime/bridge"
@@ -56,8 +56,8 @@ func (e *fixtureEnv) fixtureServer(name string, knobs map[string]string, extra s
 
 func (e *fixtureEnv) journal(name string) string { return filepath.Join(e.dir, name+".journal") }
 
-func (e *fixtureEnv) entries(name string) []fixture.Entry {
-	es, err := fixture.ReadJournal(e.journal(name))
+func (e *fixtureEnv) entries(name string) []journal.Entry {
+	es, err := journal.Read(e.journal(name))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		e.t.Fatal(err)
 	}

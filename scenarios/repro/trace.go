@@ -42,7 +42,7 @@ type Trace struct {
 	// on the real clock from the start of recording).
 	Events []event.Event `json:"events"`
 	// Journals holds, per server, the proxy's journal entries (one JSON
-	// object each, as fixture.ReadJournal reads them from a file).
+	// object each, as journal.Read reads them from a file).
 	Journals map[string][]json.RawMessage `json:"journals,omitempty"`
 }
 
