@@ -17,6 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/internal/fixturelink"
 	"github.com/mcplife/mcplife/internal/shard"
 	"github.com/mcplife/mcplife/runtime/event"
 )
@@ -208,7 +209,7 @@ func fixtureOnPath(tmp, exe string) (restore func(), err error) {
 	if err := os.Mkdir(bin, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.Symlink(exe, filepath.Join(bin, "mcp-fixture")); err != nil {
+	if _, err := fixturelink.Make(bin, exe); err != nil {
 		return nil, err
 	}
 	old, had := os.LookupEnv("PATH")

@@ -1,22 +1,19 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcplife/mcplife/internal/fixturelink"
 )
 
 // TestBenchSmoke runs every workload of harness bench at a tiny size, with
 // this test binary as the fixture (through an mcp-fixture link), and
 // compares the report with itself.
 func TestBenchSmoke(t *testing.T) {
-	dir := t.TempDir()
-	fx := filepath.Join(dir, "mcp-fixture")
-	if err := os.Symlink(exe(t), fx); err != nil {
-		t.Fatal(err)
-	}
-	jf := filepath.Join(dir, "bench.json")
+	fx := fixturelink.ForTest(t)
+	jf := filepath.Join(t.TempDir(), "bench.json")
 	code, out, errs := harness(t, "bench", "-fixture", fx, "-runs", "1", "-servers", "5", "-call-servers", "2", "-calls", "20",
 		"-storm-servers", "3", "-cache-servers", "3", "-cache-slow", "1", "-slow-init", "300ms", "-json", jf)
 	if code != 0 {

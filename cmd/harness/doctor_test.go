@@ -13,18 +13,8 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/internal/doctor"
+	"github.com/mcplife/mcplife/internal/fixturelink"
 )
-
-// fixtureLink returns a path that runs the fixture MCP server: a link
-// named mcp-fixture to the test binary (TestMain serves the fixture then).
-func fixtureLink(t *testing.T) string {
-	t.Helper()
-	link := filepath.Join(t.TempDir(), "mcp-fixture")
-	if err := os.Symlink(exe(t), link); err != nil {
-		t.Fatal(err)
-	}
-	return link
-}
 
 // doctorConfig writes a config of fixture servers, extra entries as JSON.
 func doctorConfig(t *testing.T, entries map[string]string) string {
@@ -41,7 +31,7 @@ func doctorConfig(t *testing.T, entries map[string]string) string {
 }
 
 func TestDoctorExitCodesAndTable(t *testing.T) {
-	fx := fixtureLink(t)
+	fx := fixturelink.ForTest(t)
 	good := `{"command": "` + fx + `", "env": {"GORACE": "atexit_sleep_ms=0"}}`
 	cfg := doctorConfig(t, map[string]string{"alpha": good, "beta": good})
 	code, out, errs := harness(t, "doctor", "-width", "80", "-config", cfg)
@@ -94,7 +84,7 @@ func TestDoctorExitCodesAndTable(t *testing.T) {
 // every handshake and ends it (as SIGINT would, through the context) once
 // two restarts were streamed. It waits for output, never for time.
 func TestDoctorWatch(t *testing.T) {
-	fx := fixtureLink(t)
+	fx := fixturelink.ForTest(t)
 	cfg := doctorConfig(t, map[string]string{
 		"crashy": `{"command": "` + fx + `", "restartDelays": [0], "env": {"GORACE": "atexit_sleep_ms=0", "MCP_FIXTURE_EXIT_AFTER": "tools-list"}}`,
 	})

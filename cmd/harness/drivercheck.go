@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcplife/mcplife/conformance"
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/internal/fixturelink"
 	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/internal/textsafe"
 	"github.com/mcplife/mcplife/runtime/event"
@@ -95,8 +96,8 @@ func runDriverCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	defer os.RemoveAll(dir)
 	// The fixture is this binary under the name mcp-fixture.
-	fixture := filepath.Join(dir, "mcp-fixture")
-	if err := os.Symlink(exe, fixture); err != nil {
+	fixture, err := fixturelink.Make(dir, exe)
+	if err != nil {
 		fmt.Fprintf(stderr, "harness driver-check: %v\n", err)
 		return 1
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/conformance/driver/drivertest"
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/internal/fixturelink"
 	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/runtime/host"
 	"github.com/mcplife/mcplife/scenarios"
@@ -33,7 +34,7 @@ const roleEnv = "HARNESS_TEST_ROLE"
 func TestMain(m *testing.M) {
 	// Run as mcp-fixture (the link harness run puts on PATH), the binary
 	// is the fixture, as the real harness binary is.
-	if filepath.Base(os.Args[0]) == "mcp-fixture" {
+	if fixturelink.Invoked(os.Args[0]) {
 		quietRaceExit()
 		os.Exit(fixture.Main())
 	}

@@ -31,17 +31,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/internal/fixturelink"
 )
 
 // Version is the harness version; the driver protocol version is separate.
 const Version = "0.1.0"
 
 func main() {
-	if strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe") == "mcp-fixture" {
+	if fixturelink.Invoked(os.Args[0]) {
 		os.Exit(fixture.Main())
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))

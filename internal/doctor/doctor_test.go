@@ -17,24 +17,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcplife/mcplife/internal/doctor"
+	"github.com/mcplife/mcplife/internal/fixturelink"
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
 )
-
-// fixtureCommand returns a path that runs the fixture MCP server: a link
-// named mcp-fixture to the test binary.
-func fixtureCommand(t *testing.T) string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(t.TempDir(), "mcp-fixture")
-	if err := os.Symlink(exe, link); err != nil {
-		t.Fatal(err)
-	}
-	return link
-}
 
 // writeConfig writes {"mcpServers": servers} to dir/name. Stdio servers
 // get GORACE=atexit_sleep_ms=0, so that a race-enabled fixture exits at
@@ -223,7 +209,7 @@ func TestValidationProblems(t *testing.T) {
 // next to a failing one (with its stderr tail), a missing command and an
 // invalid entry.
 func TestGoodAndBroken(t *testing.T) {
-	fx := fixtureCommand(t)
+	fx := fixturelink.ForTest(t)
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "mcp.json", map[string]any{
 		"good":    map[string]any{"command": fx},
@@ -274,7 +260,7 @@ func TestGoodAndBroken(t *testing.T) {
 // project stdio server is blocked until the workspace is trusted, and a
 // project remote server is allowed.
 func TestDiscoveryShadowingTrust(t *testing.T) {
-	fx := fixtureCommand(t)
+	fx := fixturelink.ForTest(t)
 	project, home := t.TempDir(), t.TempDir()
 	proj := writeConfig(t, project, ".mcp.json", map[string]any{
 		"fx":     map[string]any{"command": fx},
@@ -315,7 +301,7 @@ func TestDiscoveryShadowingTrust(t *testing.T) {
 // TestCollisions checks that two servers whose tools map to one exposed
 // name are both told.
 func TestCollisions(t *testing.T) {
-	fx := fixtureCommand(t)
+	fx := fixturelink.ForTest(t)
 	cfg := writeConfig(t, t.TempDir(), "mcp.json", map[string]any{
 		"fx-a": map[string]any{"command": fx},
 		"fx_a": map[string]any{"command": fx},
@@ -409,7 +395,7 @@ func TestTableWidth(t *testing.T) {
 // exits after every handshake: the exits and restarts are streamed as they
 // happen. The test waits for events, never for time to pass.
 func TestWatchStreamsRestarts(t *testing.T) {
-	fx := fixtureCommand(t)
+	fx := fixturelink.ForTest(t)
 	cfg := writeConfig(t, t.TempDir(), "mcp.json", map[string]any{
 		"crashy": map[string]any{"command": fx, "restartDelays": []int{0}, "env": map[string]string{"MCP_FIXTURE_EXIT_AFTER": "tools-list"}},
 		"steady": map[string]any{"command": fx},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/internal/doctor"
+	"github.com/mcplife/mcplife/internal/fixturelink"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
@@ -41,7 +42,7 @@ func raw(t *testing.T, what, text string) {
 // (it comes back in the error): the table shows every one of them as
 // visible escapes and holds no raw control character.
 func TestTableShowsHostileTextEscaped(t *testing.T) {
-	fx := fixtureCommand(t)
+	fx := fixturelink.ForTest(t)
 	project, home := t.TempDir(), t.TempDir()
 	servers := map[string]any{}
 	for _, v := range hostile {

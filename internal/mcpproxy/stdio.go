@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
+	"github.com/mcplife/mcplife/internal/signame"
 )
 
 // DefaultStopGrace is how long the proxy waits for the upstream server at
@@ -164,7 +164,7 @@ func RunStdio(ctx context.Context, in io.Reader, out io.Writer, opts StdioOption
 		code, reason = x.code, x.reason
 	case s := <-opts.Signals:
 		sig, _ := s.(syscall.Signal)
-		eng.journal("signal", map[string]any{"signal": signalName(sig), "ignored": false})
+		eng.journal("signal", map[string]any{"signal": signame.Of(sig), "ignored": false})
 		code, reason = 128+int(sig), "signal"
 		// Pass the signal on, as the group kill of a directly run server
 		// would have delivered it.
@@ -346,17 +346,4 @@ func (p *stdioProxy) drop() {
 		_ = c.Close()
 	}
 	p.eng.journal("drop", map[string]any{"stream": "stdout"})
-}
-
-// signalName names a signal as the fixture's journal does.
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	}
-	return fmt.Sprintf("signal %d", int(s))
 }
