@@ -169,35 +169,21 @@ func Profiles() []ProfileInfo {
 // ErrorCode is the stable code of an error response.
 type ErrorCode string
 
-// The error codes of responses.
+// The error codes of responses. What each one means is written once, in
+// ErrorCodes, which docs/DRIVER.md renders.
 const (
-	// CodeBadRequest: the line is not a JSON request, or the params do not
-	// match the method's schema or are out of range.
-	CodeBadRequest ErrorCode = "bad_request"
-	// CodeUnknownMethod: no such method.
-	CodeUnknownMethod ErrorCode = "unknown_method"
-	// CodeUnsupported: the method or option needs a capability the driver
-	// does not have (e.g. clock.advance on a real clock).
-	CodeUnsupported ErrorCode = "unsupported"
-	// CodeNotStarted: the method needs a runtime and start has not succeeded.
-	CodeNotStarted ErrorCode = "not_started"
-	// CodeAlreadyStarted: start was called twice.
+	CodeBadRequest     ErrorCode = "bad_request"
+	CodeUnknownMethod  ErrorCode = "unknown_method"
+	CodeUnsupported    ErrorCode = "unsupported"
+	CodeNotStarted     ErrorCode = "not_started"
 	CodeAlreadyStarted ErrorCode = "already_started"
-	// CodeUnknownSession: no open session of that name.
 	CodeUnknownSession ErrorCode = "unknown_session"
-	// CodeSessionExists: a session of that name is open or opening.
-	CodeSessionExists ErrorCode = "session_exists"
-	// CodeUnknownServer: no configured server of that name.
-	CodeUnknownServer ErrorCode = "unknown_server"
-	// CodeUnknownID: no tool call or acquire with that id.
-	CodeUnknownID ErrorCode = "unknown_id"
-	// CodeDuplicateID: the callId or acquireId was used before.
-	CodeDuplicateID ErrorCode = "duplicate_id"
-	// CodeShuttingDown: the driver is shutting down.
-	CodeShuttingDown ErrorCode = "shutting_down"
-	// CodeFailed: the implementation reported an error; the message says
-	// which.
-	CodeFailed ErrorCode = "failed"
+	CodeSessionExists  ErrorCode = "session_exists"
+	CodeUnknownServer  ErrorCode = "unknown_server"
+	CodeUnknownID      ErrorCode = "unknown_id"
+	CodeDuplicateID    ErrorCode = "duplicate_id"
+	CodeShuttingDown   ErrorCode = "shutting_down"
+	CodeFailed         ErrorCode = "failed"
 )
 
 // ErrorCodeInfo documents one error code.
@@ -206,7 +192,8 @@ type ErrorCodeInfo struct {
 	Meaning string
 }
 
-// ErrorCodes returns the error codes of responses in documentation order.
+// ErrorCodes returns the error codes of responses in documentation order,
+// each with its meaning: the one place the meanings are written.
 func ErrorCodes() []ErrorCodeInfo {
 	return []ErrorCodeInfo{
 		{CodeBadRequest, "the line is not a JSON request object, or the params do not match the method's schema or are out of range"},
@@ -229,7 +216,8 @@ func ErrorCodes() []ErrorCodeInfo {
 type OutcomeCode string
 
 // The outcome codes. The mcp_* codes are the runtime's own (see
-// runtime/host).
+// runtime/host). What each one means is written once, in OutcomeCodes,
+// which docs/DRIVER.md renders.
 const (
 	OutcomeRestartFailed     OutcomeCode = "mcp_restart_failed"
 	OutcomeRestartInProgress OutcomeCode = "mcp_restart_in_progress"
@@ -250,7 +238,8 @@ type OutcomeCodeInfo struct {
 	Meaning string
 }
 
-// OutcomeCodes returns the outcome codes in documentation order.
+// OutcomeCodes returns the outcome codes in documentation order, each with
+// its meaning: the one place the meanings are written.
 func OutcomeCodes() []OutcomeCodeInfo {
 	return []OutcomeCodeInfo{
 		{OutcomeRestartFailed, "the server's last restart attempt failed; another is scheduled"},
