@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
@@ -27,6 +28,9 @@ const (
 	// envFake=<mode>: serve a fake driver whose hello is broken (see
 	// fakeHellos).
 	envFake = "DRIVER_TEST_FAKE"
+	// envFixture=1: serve the fixture MCP server (fixtures/mcp-fixture) on
+	// stdio, steered by its MCP_FIXTURE_* knobs (example_test.go).
+	envFixture = "DRIVER_TEST_FIXTURE"
 )
 
 func TestMain(m *testing.M) {
@@ -41,6 +45,8 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case os.Getenv(envFake) != "":
 		os.Exit(serveFakeDriver(os.Getenv(envFake)))
+	case os.Getenv(envFixture) == "1":
+		os.Exit(fixture.Main())
 	}
 	goleak.VerifyTestMain(m)
 }
