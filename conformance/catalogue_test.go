@@ -11,8 +11,8 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/mcplife/mcplife/conformance/driver"
+	faultpatch "github.com/mcplife/mcplife/conformance/faults"
 	"github.com/mcplife/mcplife/internal/docsection"
-	"github.com/mcplife/mcplife/runtime/host"
 )
 
 const (
@@ -103,9 +103,18 @@ func TestTeethTable(t *testing.T) {
 			t.Errorf("%s: describe the defect", v.fault)
 		}
 	}
-	for _, f := range host.FaultNames() {
+	names, err := faultpatch.Names()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range names {
 		if !slices.Contains(faults, f) {
-			t.Errorf("defect %s of runtime/host has no row in the teeth table", f)
+			t.Errorf("defect %s of conformance/faults has no row in the teeth table", f)
+		}
+	}
+	for _, f := range faults {
+		if !slices.Contains(names, f) {
+			t.Errorf("the teeth table's %s has no patch in conformance/faults/patches", f)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // Requirements at the edges of limits and under concurrent triggers: the
 // bugs a small change (an off-by-one, a dropped key, a missing guard)
 // introduces, which the requirements above pass. Each is proven to catch
-// its defect by a fault of the mcplife_faults build (section 9 of
+// its defect by a patch of conformance/faults (section 9 of
 // docs/CONFORMANCE.md).
 
 // longName returns a lower-case tool name of n characters starting with

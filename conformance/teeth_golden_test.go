@@ -16,7 +16,7 @@ const teethGoldenFile = "testdata/teeth.golden"
 
 // The proof kinds of teeth.golden.
 const (
-	// proofFault is a deliberate defect of the mcplife_faults build whose
+	// proofFault is a deliberate defect of conformance/faults whose
 	// row in the teeth table fails the requirement (names or also).
 	proofFault = "fault"
 	// proofUnproven records, with its reason, that no realistic defect is
@@ -107,7 +107,7 @@ func teethGoldenProblems(name string, proofs []teethProof) (problems []string) {
 			if len(ps) > 1 {
 				problems = append(problems, fmt.Sprintf("%s: %s is proven: remove its unproven line", name, r.ID))
 			} else {
-				problems = append(problems, fmt.Sprintf("%s: %s is unproven (%s): no fault shows the suite catches its defect; add one (runtime/host/faults.go and a teeth row)", name, r.ID, ps[0].arg))
+				problems = append(problems, fmt.Sprintf("%s: %s is unproven (%s): no fault shows the suite catches its defect; add one (a patch in conformance/faults/patches and a teeth row)", name, r.ID, ps[0].arg))
 			}
 		}
 	}

@@ -18,23 +18,25 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/conformance/faults"
 )
 
-// harnessEnv names a prebuilt harness binary (built with -tags
-// mcplife_faults) for TestTeeth to use instead of building one.
+// harnessEnv names a prebuilt harness binary with the deliberate defects
+// compiled in (go run ./conformance/faults/faultbuild) for TestTeeth to use
+// instead of building one.
 const harnessEnv = "MCPLIFE_CONFORMANCE_HARNESS"
 
 // skipTeethEnv, when set, skips TestTeeth: a mutation run measures what
 // TestConformance alone kills, without its broken-variant runs.
 const skipTeethEnv = "MCPLIFE_SKIP_TEETH"
 
-// faultsEnv is the variable a mcplife_faults build reads (runtime/host).
-const faultsEnv = "MCPLIFE_FAULTS"
+// faultsEnv is the variable a harness built with the defects reads.
+const faultsEnv = faults.Env
 
 // teeth is the measured table of what each deliberately broken variant of
-// the reference runtime (MCPLIFE_FAULTS=fault in a -tags mcplife_faults
-// build) fails: names is the requirement that names the defect, also the
-// others that fail with it, each a consequence of the same defect. TestTeeth
+// the reference runtime (MCPLIFE_FAULTS=fault in a build with the patches of
+// conformance/faults) fails: names is the requirement that names the
+// defect, also the others that fail with it, each a consequence of the same defect. TestTeeth
 // asserts the exact set, so a change that stops catching a defect, or starts
 // failing unrelated requirements, is visible.
 var teeth = []teethRow{
@@ -240,7 +242,8 @@ type teethRow struct {
 	also   []string
 }
 
-// buildHarness builds cmd/harness with the mcplife_faults tag, once.
+// buildHarness builds cmd/harness with every deliberate defect of
+// conformance/faults compiled in, once.
 func buildHarness(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv(harnessEnv); p != "" {
@@ -252,10 +255,8 @@ func buildHarness(t *testing.T) string {
 	}
 	root := filepath.Dir(strings.TrimSpace(string(out)))
 	bin := filepath.Join(t.TempDir(), "harness")
-	cmd := exec.Command("go", "build", "-tags", "mcplife_faults", "-o", bin, "./cmd/harness")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the fault-injecting harness: %v\n%s", err, b)
+	if err := faults.Build(context.Background(), root, bin, "./cmd/harness"); err != nil {
+		t.Fatalf("building the fault-injecting harness: %v", err)
 	}
 	return bin
 }
@@ -361,7 +362,7 @@ const teethOnlyEnv = "MCPLIFE_TEETH_ONLY"
 const teethFullEnv = "MCPLIFE_TEETH_FULL"
 
 // TestTeeth proves the suite catches broken runtimes: it builds the harness
-// with the deliberate defects of runtime/host (-tags mcplife_faults) and
+// with the deliberate defects of conformance/faults compiled in and
 // runs the suite through `harness driver` against the unbroken runtime
 // (every requirement must pass), against each broken variant, and against a
 // driver that claims less (what it does not claim is not applicable; the
@@ -544,7 +545,7 @@ const teethTimesEnv = "MCPLIFE_TEETH_TIMES"
 
 // TestTeethTimes measures what a failing requirement costs: the reference
 // runtime and every broken variant of the teeth table run in-process
-// (`harness conformance` of a -tags mcplife_faults build, its requirements
+// (`harness conformance` of a build with the defects, its requirements
 // selected with -req, the default bounds), three rounds interleaved, one
 // run at a time. It prints a markdown table of the median wall times next
 // to the budget of issue 24 (twice the passing reference run plus 2 s per

@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
-
-	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // MaxToolNameLen is the longest exposed tool name ToolName returns, the limit
@@ -35,11 +33,11 @@ const capKeep = MaxToolNameLen - 1 - 8
 func ToolName(server, tool string) string {
 	s := sanitizePart(server, "server")
 	t := sanitizePart(tool, "tool")
-	if rest, ok := strings.CutPrefix(t, s+"_"); ok && rest != "" && !faultenv.On("server-prefix-kept") {
+	if rest, ok := strings.CutPrefix(t, s+"_"); ok && rest != "" {
 		t = rest
 	}
 	name := ToolNamePrefix + s + "_" + t
-	if len(name) <= keptNameLen() {
+	if len(name) <= MaxToolNameLen {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))
@@ -59,7 +57,7 @@ func sanitizePart(p, fallback string) string {
 		default:
 			// "_" itself and every other character: at most one "_" in a row,
 			// none at the start.
-			if n := b.Len(); n > 0 && (b.String()[n-1] != '_' || faultenv.On("name-runs-not-collapsed")) {
+			if n := b.Len(); n > 0 && b.String()[n-1] != '_' {
 				b.WriteByte('_')
 			}
 		}

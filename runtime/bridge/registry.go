@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcplife/mcplife/internal/faultenv"
 	"github.com/mcplife/mcplife/runtime/config"
 )
 
@@ -71,9 +70,6 @@ func Build(server string, tools []*mcp.Tool, f Filter, requiresApproval bool, sr
 	out := make([]Tool, 0, len(tools))
 	for _, t := range tools {
 		if t == nil || !f.Allows(t.Name) {
-			continue
-		}
-		if faultenv.On("propertyless-tools-dropped") && !hasProperties(t.InputSchema) {
 			continue
 		}
 		out = append(out, Tool{
@@ -232,15 +228,8 @@ func (r *Registry) view() (visible []Tool, collisions []Collision) {
 		r.collisions = nil
 		for _, cands := range r.byName {
 			r.visible = append(r.visible, cands[0])
-			if faultenv.On("collision-both-listed") {
-				// Defect: every tool mapping to the name is listed.
-				r.visible = append(r.visible, cands[1:]...)
-			}
 		}
 		slices.SortFunc(r.visible, func(a, b Tool) int {
-			if faultenv.On("tools-sorted-by-raw-name") {
-				return cmp.Or(cmp.Compare(a.MCPName, b.MCPName), cmp.Compare(a.Server, b.Server))
-			}
 			return cmp.Compare(a.Name, b.Name)
 		})
 		for _, v := range r.visible {
@@ -306,16 +295,4 @@ func (r *Registry) Collisions() []Collision {
 // compareOwner orders tools by (Server, MCPName), the collision precedence.
 func compareOwner(a, b Tool) int {
 	return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.MCPName, b.MCPName))
-}
-
-// hasProperties reports whether schema (a tool's input schema as go-sdk
-// decoded it) declares a "properties" object; only the
-// propertyless-tools-dropped defect asks.
-func hasProperties(schema any) bool {
-	m, ok := schema.(map[string]any)
-	if !ok {
-		return false
-	}
-	_, ok = m["properties"]
-	return ok
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcplife/mcplife/internal/faultenv"
 	"github.com/mcplife/mcplife/runtime/config"
 )
 
@@ -130,10 +129,6 @@ func MapError(err error, o Options) Result {
 		}
 	}
 	r := finish("MCP error: "+msg, o)
-	if faultenv.On("errors-unwrapped") {
-		// Defect: only results are wrapped; an error reaches the agent bare.
-		r.Text, _, _ = Truncate("MCP error: "+msg, o.MaxChars)
-	}
 	r.IsError = true
 	r.Code = code
 	return r
@@ -188,13 +183,6 @@ func Truncate(s string, limit int) (out string, truncated bool, originalChars in
 
 // renderContent flattens the content blocks of res.
 func renderContent(res *mcp.CallToolResult) string {
-	if faultenv.On("structured-content-only") {
-		// Defect: the text comes from structuredContent alone.
-		if res.StructuredContent != nil {
-			return marshalBlock(res.StructuredContent)
-		}
-		return ""
-	}
 	if len(res.Content) == 1 {
 		// One text block, the usual result: its text, without building a
 		// list to join.

@@ -3,8 +3,6 @@ package bridge
 import (
 	"encoding/json"
 	"maps"
-
-	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // ConvertSchema returns the input schema to advertise to the model for an
@@ -79,9 +77,6 @@ func convertRaw(raw []byte) json.RawMessage {
 
 // needsProperties reports whether m is an object schema without properties.
 func needsProperties(m map[string]any) bool {
-	if faultenv.On("schema-unpatched") {
-		return false // defect: object schemas without properties pass through
-	}
 	if p, ok := m["properties"]; ok && p != nil {
 		return false
 	}

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
-
-	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // Boundary markers of wrapped tool output.
@@ -35,9 +33,7 @@ var markerPattern = sync.OnceValue(func() *regexp.Regexp {
 // allowed after "<" and around "/") is replaced by "&lt;", so a response
 // cannot close the boundary early or open a fake one; see NeutralizeMarkers.
 func Wrap(server, tool, body string) string {
-	if !faultenv.On("markers-kept") {
-		body = NeutralizeMarkers(body)
-	}
+	body = NeutralizeMarkers(body)
 	var b strings.Builder
 	b.Grow(len(body) + len(server) + len(tool) + 80)
 	b.WriteString(wrapOpenTag)

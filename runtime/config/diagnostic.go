@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // Sentinel errors. Diagnostics and the writer's errors wrap them, so callers
@@ -65,15 +63,14 @@ type Diagnostic struct {
 // leaving out the parts that are unknown.
 func (d *Diagnostic) Error() string {
 	var b strings.Builder
-	placed := !faultenv.On("config-error-unplaced")
-	if d.File != "" && placed {
+	if d.File != "" {
 		b.WriteString(d.File)
 		if d.Line > 0 {
 			fmt.Fprintf(&b, ":%d:%d", d.Line, d.Column)
 		}
 		b.WriteString(": ")
 	}
-	if d.Server != "" && placed {
+	if d.Server != "" {
 		fmt.Fprintf(&b, "server %q: ", d.Server)
 	}
 	if d.Field != "" {

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // TimeoutEnvVar names the environment variable that overrides every server's
@@ -119,10 +117,7 @@ func Discover(opts Options) (*Result, error) {
 			continue
 		}
 		es, diags := parseDoc(src.path, data, src.level, src.provider, env, src.first)
-		if faultenv.On("malformed-file-fatal") && len(diags) > 0 && errors.Is(&diags[0], ErrMalformedJSON) {
-			return nil, fmt.Errorf("config: %w", &diags[0]) // defect: one malformed file ends discovery
-		}
-		if src.level == LevelProject && opts.SkipProjectConfig && !faultenv.On("skip-after-precedence") {
+		if src.level == LevelProject && opts.SkipProjectConfig {
 			for _, e := range es {
 				if e.server != nil {
 					res.Dropped = append(res.Dropped, e.server)
@@ -140,12 +135,6 @@ func Discover(opts Options) (*Result, error) {
 		if e.server != nil && hasOverride {
 			e.server.Timeout = override
 		}
-		if w, ok := winners[e.name]; ok && faultenv.On("shadow-last-wins") {
-			// Defect: registry insertion is last-write-wins.
-			res.Shadowed = append(res.Shadowed, Shadowed{Name: e.name, Winner: e.src, Shadowed: w.src})
-			winners[e.name] = e
-			continue
-		}
 		if w, ok := winners[e.name]; ok {
 			res.Shadowed = append(res.Shadowed, Shadowed{Name: e.name, Winner: w.src, Shadowed: e.src})
 			continue
@@ -154,11 +143,8 @@ func Discover(opts Options) (*Result, error) {
 	}
 	for _, w := range winners {
 		switch {
-		case w.server != nil && w.src.Level == LevelProject && opts.SkipProjectConfig && faultenv.On("skip-after-precedence"):
-			// Defect: project definitions are dropped after they won.
-			res.Dropped = append(res.Dropped, w.server)
 		case w.server == nil: // invalid: reported, and it still hides lower definitions
-		case w.server.Enabled || faultenv.On("enabled-ignored"):
+		case w.server.Enabled:
 			res.Servers = append(res.Servers, w.server)
 		default:
 			res.Disabled = append(res.Disabled, w.server)

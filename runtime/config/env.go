@@ -4,9 +4,6 @@ import (
 	"os"
 	"slices"
 	"sort"
-	"strings"
-
-	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // envAllowlist holds the variables a stdio child inherits from our process:
@@ -57,14 +54,6 @@ func ChildEnv(lookup func(string) (string, bool), own map[string]string) []strin
 	for _, k := range envAllowlist {
 		if v, ok := lookup(k); ok {
 			merged[k] = v
-		}
-	}
-	if faultenv.On("env-inherited") {
-		// Defect: the child inherits this process's whole environment.
-		for _, kv := range os.Environ() {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				merged[k] = v
-			}
 		}
 	}
 	for k, v := range own {

@@ -4,8 +4,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-
-	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
@@ -21,7 +19,7 @@ func Expand(s string, lookup func(string) (string, bool)) string {
 	return varRef.ReplaceAllStringFunc(s, func(ref string) string {
 		m := varRef.FindStringSubmatch(ref)
 		v, ok := lookup(m[1])
-		if m[2] != "" && !faultenv.On("expand-default-ignored") { // has :-default
+		if m[2] != "" { // has :-default
 			if !ok || v == "" {
 				return m[3]
 			}

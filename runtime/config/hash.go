@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-
-	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // ConfigHash returns the hex SHA-256 of a canonical JSON form of the server's
@@ -34,8 +32,8 @@ func canonicalValue(raw []byte) any {
 	dec := json.NewDecoder(bytes.NewReader(blankJSONC(raw)))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil || faultenv.On("hash-raw-text") {
-		return string(raw) // (with the defect: every rewrite of the text is a new key)
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
 	}
 	return v
 }

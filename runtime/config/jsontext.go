@@ -6,8 +6,6 @@ import (
 	"errors"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // This file holds a small reader for JSON text that keeps what
@@ -25,9 +23,6 @@ import (
 // unchanged. Editors write such "JSON with comments" into .vscode/mcp.json.
 func blankJSONC(data []byte) []byte {
 	out := bytes.Clone(data)
-	if faultenv.On("jsonc-rejected") {
-		return out // defect: comments and trailing commas reach the JSON parser
-	}
 	if bytes.HasPrefix(out, []byte("\xEF\xBB\xBF")) {
 		copy(out, "   ")
 	}

@@ -8,8 +8,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // The keys that hold server maps. Every file may use either; when a file has
@@ -340,11 +338,11 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 	cwd, _, _ := c.str("cwd")
 	headers, headerAt := c.strMap("headers", nil)
 
-	if hasCmd && hasURL && !faultenv.On("command-and-url-accepted") {
+	if hasCmd && hasURL {
 		c.fail("url", urlVal.off, "cannot be used together with command (a server is either stdio, with command, or http/sse, with url)")
 	}
 	eff := typ
-	if eff == "" && !hasCmd && hasURL && !faultenv.On("url-without-type-stdio") {
+	if eff == "" && !hasCmd && hasURL {
 		eff = HTTP // as other agents do: a url without a type is a remote server
 	}
 	if eff == "" {
@@ -397,7 +395,7 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 	timeout := c.millis("timeout", true)
 	toolTimeout := c.millis("toolTimeout", true)
 	shared := c.boolean("shared", true)
-	approval := c.boolean("requiresApproval", !faultenv.On("approval-default-off"))
+	approval := c.boolean("requiresApproval", true)
 	var restart RestartPolicy
 	if s, v, ok := c.str("restart"); ok {
 		switch r := RestartPolicy(s); r {
@@ -493,17 +491,6 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 	netEnv := procEnv
 	if p.src.Level == LevelProject {
 		netEnv = mapLookup(env)
-		if faultenv.On("project-url-expands-env") {
-			// Defect: names missing from the env block fall back to the
-			// environment.
-			own := netEnv
-			netEnv = func(k string) (string, bool) {
-				if v, ok := own(k); ok {
-					return v, true
-				}
-				return procEnv(k)
-			}
-		}
 	}
 	expand := func(s string, lookup func(string) (string, bool)) string {
 		if p.noExpand {
@@ -573,7 +560,7 @@ func (p *parser) parseEntry(name string, keyOff int, v jval) *Server {
 			s.Headers[k] = expandValue("headers."+k, headerAt[k], val, netEnv)
 		}
 	}
-	if hasURL && eff != Stdio && !faultenv.On("url-unchecked") {
+	if hasURL && eff != Stdio {
 		if prob := urlProblem(s.URL, p.noExpand); prob != "" {
 			c.fail("url", urlVal.off, "%s", prob)
 			return nil

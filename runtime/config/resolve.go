@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/mcplife/mcplife/internal/faultenv"
 )
 
 // Resolver turns a Server into what a connection needs, just before
@@ -91,7 +89,7 @@ func (r *Resolver) Resolve(ctx context.Context, s *Server) (*Resolved, []Diagnos
 	res := &Resolved{Server: s}
 	typ := s.EffectiveType()
 	project := s.Source.Level == LevelProject
-	if typ == Stdio && project && (!r.Trusted || faultenv.On("trust-ignored")) {
+	if typ == Stdio && project && !r.Trusted {
 		res.Blocked = fmt.Sprintf("stdio server %q from project config %s is blocked: workspace is not trusted", s.Name, s.Source.File)
 		return res, nil
 	}
@@ -106,7 +104,7 @@ func (r *Resolver) Resolve(ctx context.Context, s *Server) (*Resolved, []Diagnos
 			Message: fmt.Sprintf(format, args...), Err: err,
 		})
 	}
-	allowCmd := !project || r.Trusted || faultenv.On("untrusted-commands")
+	allowCmd := !project || r.Trusted
 	value := func(field, v string, names func(string) (string, bool)) (string, bool) {
 		if command, ok := strings.CutPrefix(v, "!"); ok {
 			if !allowCmd {
@@ -120,7 +118,7 @@ func (r *Resolver) Resolve(ctx context.Context, s *Server) (*Resolved, []Diagnos
 			}
 			return out, true
 		}
-		if x, ok := names(v); ok && x != "" && !faultenv.On("env-names-literal") {
+		if x, ok := names(v); ok && x != "" {
 			return x, true
 		}
 		return v, true

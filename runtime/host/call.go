@@ -98,12 +98,7 @@ func (s *server) callTool(ctx context.Context, name string, args any, ci *callIn
 	if conn == nil {
 		return res, err
 	}
-	if errors.Is(err, ErrAborted) {
-		// Only the abort-probes defect gets here.
-		s.probe(context.WithoutCancel(ctx), conn)
-		return nil, err
-	}
-	if !s.rt.faults.on(faultNoProbe) && s.probe(ctx, conn) {
+	if s.probe(ctx, conn) {
 		return nil, err
 	}
 	before, immediate := s.triggerRestart("probe-failure", conn)
@@ -183,22 +178,14 @@ func (s *server) callOnce(ctx context.Context, name string, args any, ci *callIn
 	// The request has no deadline of its own: go-sdk sets none, and the
 	// watchdog above is the only one, so it always decides first (seed
 	// 001's padded request timeout exists to guarantee exactly that).
-	if !s.rt.faults.on(faultNoFailFast) {
-		stop := context.AfterFunc(conn.ctx, func() { cancelReq(context.Cause(conn.ctx)) })
-		defer stop()
-	}
+	stop := context.AfterFunc(conn.ctx, func() { cancelReq(context.Cause(conn.ctx)) })
+	defer stop()
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if token, done := s.progressToken(ci); token != "" {
 		params.SetProgressToken(token)
 		defer done()
 	}
-	var res *mcp.CallToolResult
-	var err error
-	if s.rt.faults.on(faultCancelNotSent) {
-		res, err = callDetached(reqCtx, conn.cs, params)
-	} else {
-		res, err = conn.cs.CallTool(reqCtx, params)
-	}
+	res, err := conn.cs.CallTool(reqCtx, params)
 	switch {
 	case err == nil:
 		return res, nil, nil
@@ -206,44 +193,11 @@ func (s *server) callOnce(ctx context.Context, name string, args any, ci *callIn
 		s.emit(event.ToolTimeout, event.String("call", ci.id), event.String("tool", ci.tool), event.Millis("timeout_ms", timeout))
 		return nil, timeoutErr(nil), conn
 	case ctx.Err() != nil:
-		if s.rt.faults.on(faultAbortProbes) {
-			return nil, aborted(), conn
-		}
 		return nil, aborted(), nil
 	case conn.ctx.Err() != nil || isConnectionError(err) || !isProtocolError(err):
-		if s.rt.faults.on(faultNoFailFast) && timeout > 0 {
-			<-reqCtx.Done() // defect: wait for the timeout
-			return nil, timeoutErr(err), nil
-		}
-		return nil, s.connectionLostError(conn, err), nil
-	}
-	if s.rt.faults.on(faultRPCErrorRestarts) {
-		// Defect: a JSON-RPC error is taken for a broken server.
-		s.triggerRestart("call-error", conn)
 		return nil, s.connectionLostError(conn, err), nil
 	}
 	return nil, err, nil
-}
-
-// callDetached is the cancel-not-sent defect: the request runs on a context
-// that nothing cancels, so when ctx ends the call returns but the server is
-// never told (no notifications/cancelled).
-func callDetached(ctx context.Context, cs *mcp.ClientSession, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
-	type answer struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		res, err := cs.CallTool(context.WithoutCancel(ctx), p)
-		ch <- answer{res, err}
-	}()
-	select {
-	case a := <-ch:
-		return a.res, a.err
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
 }
 
 // errWatchdog is the cause when a call's tool timeout fired.
@@ -253,7 +207,7 @@ func (s *server) connectionLostError(c *connection, cause error) error {
 	if c.ctx.Err() != nil {
 		cause = context.Cause(c.ctx)
 	}
-	if errors.Is(cause, errPlannedClose) && !s.rt.faults.on(faultPlannedCloseLost) {
+	if errors.Is(cause, errPlannedClose) {
 		return &ServerError{Code: CodeRestartInProgress, Server: s.name, Kind: ErrRestartInProgress, Cause: cause}
 	}
 	return &ServerError{Code: CodeConnectionLost, Server: s.name, Kind: ErrConnectionLost, Cause: cause}

@@ -69,16 +69,13 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	for _, d := range diags {
 		rt.events.Emit(s.name, event.ConfigUnresolved, event.String("field", d.Field), event.String("message", d.Message))
 	}
-	if resolved.Blocked != "" && !rt.faults.on(faultUntrustedStdio) {
+	if resolved.Blocked != "" {
 		err := &ServerError{Code: CodeBlocked, Server: s.name, Kind: ErrBlocked, Detail: resolved.Blocked}
 		s.emit(event.ServerBlocked, event.String("reason", resolved.Blocked))
 		return nil, nil, err
 	}
 
 	connectTimeout := s.cfg.ConnectTimeout()
-	if s.rt.faults.on(faultConnectTimeoutIgnored) {
-		connectTimeout = config.DefaultConnectTimeout // defect: the server's "timeout" is ignored
-	}
 	cctx, cancel := clock.WithTimeout(ctx, rt.clock, connectTimeout, "connect")
 	defer cancel()
 	s.emit(event.ServerConnecting, event.String("transport", transportName), event.Int("attempt", attempt),
@@ -97,7 +94,7 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	if err != nil {
 		return nil, nil, rt.connectFailed(s, p, err)
 	}
-	if p != nil && !s.rt.faults.on(faultHandshakeWaits) {
+	if p != nil {
 		// An immediate exit of the child ends the handshake at once instead
 		// of at the connect timeout.
 		stop := watchExit(p, func(st proc.ExitStatus) {
@@ -122,11 +119,6 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	}
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
-		if p != nil && s.rt.faults.on(faultHandshakeWaits) {
-			// Defect (with no exit watch above): a failed handshake is
-			// reported when the connect timeout passes.
-			<-cctx.Done()
-		}
 		sockets.closeAll()
 		return nil, nil, rt.connectFailed(s, p, s.remoteConnectErr(rc, stdoutCause(p, causeOf(cctx, err, p, readFailure(p, c.stray)))))
 	}
@@ -199,9 +191,7 @@ func (rt *Runtime) connectFailed(s *server, p *proc.Process, err error) error {
 	stderr := ""
 	if p != nil {
 		p.Stop(context.Background(), rt.stopGrace(), s.stopObserver(p))
-		if !rt.faults.on(faultNoStderrTail) {
-			stderr = p.StderrTail()
-		}
+		stderr = p.StderrTail()
 		s.mu.Lock()
 		s.stderr = stderr
 		s.mu.Unlock()
@@ -263,7 +253,7 @@ func (c *connection) watch() {
 	if c.proc != nil {
 		c.srv.rt.events.Emit(c.srv.name, event.ProcessExited, event.Int("pid", c.proc.PID()), event.String("status", procStatus(c.proc)), event.Bool("planned", planned))
 	}
-	if !planned && !c.srv.rt.faults.on(faultNoIdleWatch) {
+	if !planned {
 		c.srv.connectionLost(c, cause)
 	} else {
 		c.markLost()

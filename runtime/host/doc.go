@@ -33,6 +33,4 @@
 //   - restart.go: restart policies and backoff
 //   - listchanged.go: notifications/tools/list_changed
 //   - options.go, errors.go, state.go: the public vocabulary
-//   - faults*.go: deliberate defects, compiled in only with the
-//     mcplife_faults build tag, used to prove the tests have teeth
 package host

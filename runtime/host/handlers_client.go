@@ -42,7 +42,7 @@ func (s *server) newClient(c *connection) *mcp.Client {
 	s.mu.Lock()
 	roots := slices.Clone(s.roots)
 	s.mu.Unlock()
-	if roots != nil || s.rt.faults.on(faultRootsForAll) {
+	if roots != nil {
 		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	}
 	opts := &mcp.ClientOptions{
@@ -115,7 +115,7 @@ func (s *server) observeRequests(next mcp.MethodHandler) mcp.MethodHandler {
 // the server's config leaves sampling off or the host has no callback.
 func (s *server) samplingHandler() func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	cb := s.rt.opts.Sampling
-	if (!s.cfg.Sampling && !s.rt.faults.on(faultSamplingForAll)) || cb == nil {
+	if !s.cfg.Sampling || cb == nil {
 		return nil
 	}
 	return func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {

@@ -17,7 +17,7 @@ import (
 // progressToken registers a progress token for one call of ci on s and
 // returns it with the function that forgets it; "" when progress is off.
 func (s *server) progressToken(ci *callInfo) (token string, done func()) {
-	if !s.cfg.Progress || ci == nil || s.rt.faults.on(faultProgressIgnored) {
+	if !s.cfg.Progress || ci == nil {
 		return "", func() {}
 	}
 	s.mu.Lock()
@@ -94,9 +94,6 @@ type listState struct {
 // listAll lists what c's server enabled, after connect: each listing runs
 // on its own so a slow one delays nothing else.
 func (s *server) listAll(c *connection) {
-	if s.rt.faults.on(faultListsIgnored) {
-		return
-	}
 	if s.cfg.Resources {
 		s.rt.goRun(func() { s.refreshList(c, listResources) })
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"math/bits"
 
 	"github.com/mcplife/mcplife/runtime/config"
@@ -57,9 +56,6 @@ func (s *server) stderrLimit() int {
 func (s *server) stdoutSpec(spec proc.Spec) proc.Spec {
 	spec.StderrLimit = s.stderrLimit()
 	spec.MaxLineLength = s.maxMessageBytes()
-	if s.rt.faults.on(faultNoLineLimit) {
-		spec.MaxLineLength = -1 // defect: no bound on one line
-	}
 	spec.OnNoise = func(n wire.Noise) {
 		// The 1st, 2nd, 4th, 8th... line: a flood of noise costs a few
 		// dozen events, not one per line.
@@ -98,11 +94,7 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 	limit := s.rt.opts.MaxTools
 	var tools []*mcp.Tool
 	seen := 0
-	pages := cs.Tools(ctx, nil)
-	if s.rt.faults.on(faultFirstPageOnly) {
-		pages = firstPage(ctx, cs)
-	}
-	for t, err := range pages {
+	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
@@ -122,23 +114,6 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 		return depthExceeds(t.InputSchema, s.rt.opts.MaxSchemaDepth)
 	})
 	return tools, nil
-}
-
-// firstPage is the first-page-only defect: the tools of the first
-// tools/list page, ignoring its nextCursor.
-func firstPage(ctx context.Context, cs *mcp.ClientSession) iter.Seq2[*mcp.Tool, error] {
-	return func(yield func(*mcp.Tool, error) bool) {
-		res, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		for _, t := range res.Tools {
-			if !yield(t, nil) {
-				return
-			}
-		}
-	}
 }
 
 // dropTools removes the tools bad accepts, reporting them as reason.

@@ -38,10 +38,6 @@ func (s *server) toolsChangedLocked(c *connection) {
 	case isPowerOfTen(n):
 		defer s.emit(event.ToolsChangeFlood, event.Int("notifications", n), event.Millis("debounce_ms", debounce))
 	}
-	if s.rt.faults.on(faultNoListChangedDebounce) {
-		s.rt.goRun(func() { s.refreshTools(c) }) // defect: one refresh per notification
-		return
-	}
 	s.debounceLocked(&s.toolsWindow, c, func() { s.refreshTools(c) })
 }
 
@@ -59,7 +55,7 @@ func (s *server) absorbListChanged(p *proc.Process, method string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.conn
-	if s.closed || c == nil || c.proc != p || s.rt.faults.on(faultNoListChangedDebounce) {
+	if s.closed || c == nil || c.proc != p {
 		return false
 	}
 	switch method {
@@ -153,7 +149,7 @@ func (s *server) refreshTools(c *connection) {
 		s.mu.Unlock()
 		return
 	}
-	if len(tools) == 0 && len(s.published) > 0 && !s.rt.faults.on(faultEmptyRefreshReplaces) {
+	if len(tools) == 0 && len(s.published) > 0 {
 		s.emit(event.ToolsRefreshKept, event.Int("tools", len(s.published)))
 		s.mu.Unlock()
 		return

@@ -213,7 +213,7 @@ func (t *remoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" && !jsonRPCErrorBody(resp) {
 		t.expired(req, info)
 	}
-	if req.Method == http.MethodPost && info.id != "" && resp.StatusCode == http.StatusOK && isEventStream(resp) && !t.rc.srv.rt.faults.on(faultNoStreamResume) {
+	if req.Method == http.MethodPost && info.id != "" && resp.StatusCode == http.StatusOK && isEventStream(resp) {
 		resp.Body = &resumingBody{t: t, req: req, info: info, body: resp.Body}
 	}
 	return resp, nil
@@ -300,8 +300,6 @@ func (t *remoteTransport) reauthorize(req *http.Request, info rpcInfo, resp *htt
 	var err error
 	var tok string
 	switch {
-	case s.rt.faults.on(faultNoAuthRefresh):
-		err = errors.New("refresh disabled (fault no-auth-refresh)")
 	case rc.credential == "":
 		err = errors.New("no credential is configured for the server (auth block with credentialId)")
 	case done:
@@ -384,7 +382,7 @@ func (t *remoteTransport) needAuth(status int, cause error) {
 func (t *remoteTransport) throttled(req *http.Request, info rpcInfo, resp *http.Response, send func() (*http.Response, error)) (*http.Response, error) {
 	s := t.rc.srv
 	ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), s.rt.clock.Now())
-	if !ok || s.rt.faults.on(faultIgnoreRetryAfter) {
+	if !ok {
 		return resp, nil
 	}
 	delay := min(ra, s.retryAfterCap())

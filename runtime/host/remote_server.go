@@ -101,7 +101,7 @@ func (s *server) remoteLost(c *connection, cause error) bool {
 		s.setStateLocked(StateNeedsAuth)
 		return true
 	}
-	if (!rc.sessionExpired() && !errors.Is(cause, mcp.ErrSessionMissing)) || s.rt.faults.on(faultNoSessionReinit) {
+	if !rc.sessionExpired() && !errors.Is(cause, mcp.ErrSessionMissing) {
 		return false
 	}
 	s.mu.Lock()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/backoff"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
@@ -19,10 +18,10 @@ func (s *server) triggerRestart(reason string, old *connection) (before int, imm
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before = s.attempts
-	if s.closed || (s.restarting && !s.rt.faults.on(faultDoubleRestart)) {
+	if s.closed || s.restarting {
 		return before, false
 	}
-	if old != nil && s.conn != old && !s.rt.faults.on(faultDoubleRestart) {
+	if old != nil && s.conn != old {
 		// Someone else already replaced that connection.
 		return before, false
 	}
@@ -65,12 +64,6 @@ func (s *server) restartLoop(reason string, old *connection) {
 		}
 		delay, ok := s.policy.Delay(s.step)
 		delay = max(delay, s.takeRetryAfterLocked())
-		if s.rt.faults.on(faultGiveUpAfter3) && s.step >= 3 {
-			ok = false
-		}
-		if s.rt.faults.on(faultBoundedGivesUpEarly) && s.policy.Name == backoff.Bounded && s.step >= len(s.policy.Delays)-1 {
-			ok = false // defect: off by one at the end of the schedule
-		}
 		if !ok {
 			s.restarting = false
 			s.giveUpLocked()
@@ -100,9 +93,6 @@ func (s *server) restartLoop(reason string, old *connection) {
 		s.step++
 		s.attempts++
 		if err == nil {
-			if s.rt.faults.on(faultResetOnSuccess) {
-				s.step = 0
-			}
 			lost := s.conn == nil && !s.closed
 			if !lost {
 				s.restarting = false
@@ -153,7 +143,7 @@ func (s *server) endLoop() {
 // or the loop stopped, and reports whether the server is connected.
 func (s *server) awaitAttempt(ctx context.Context, before int) (bool, error) {
 	err := s.wait(ctx, func() bool {
-		return (s.attempts > before && !s.rt.faults.on(faultCallerWaitsForLoop)) || !s.restarting || s.closed
+		return s.attempts > before || !s.restarting || s.closed
 	})
 	if err != nil {
 		return false, err

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -34,7 +33,6 @@ type Runtime struct {
 	wg         sync.WaitGroup
 	connectSem chan struct{}
 	connects   connectGauge
-	faults     faults
 
 	mu          sync.Mutex
 	cfg         *config.Result
@@ -60,7 +58,6 @@ func New(opts Options) (*Runtime, error) {
 		ctx:        ctx,
 		cancel:     cancel,
 		connectSem: make(chan struct{}, opts.ConnectConcurrency),
-		faults:     loadFaults(),
 		servers:    make(map[string]*server),
 		sessions:   make(map[*Session]struct{}),
 		resolver: &config.Resolver{
@@ -146,11 +143,6 @@ func (rt *Runtime) acquire(cfg *config.Server, sess *Session) (*server, error) {
 		return nil, ErrClosed
 	}
 	s, ok := rt.servers[cfg.Name]
-	if ok && rt.faults.on(faultNoSingleFlight) {
-		// Defect: every acquire gets its own server.
-		rt.servers[cfg.Name+"#"+strconv.Itoa(len(rt.servers))] = s
-		ok = false
-	}
 	if !ok {
 		var err error
 		s, err = newServer(rt, cfg)
@@ -188,7 +180,7 @@ func (rt *Runtime) release(s *server, sess *Session) {
 	delete(s.listeners, sess)
 	s.refs--
 	refs := s.refs
-	if refs == 0 && rt.opts.IdleTimeout > 0 && !s.closed && !rt.faults.on(faultIdleTimeoutIgnored) {
+	if refs == 0 && rt.opts.IdleTimeout > 0 && !s.closed {
 		idle := rt.opts.IdleTimeout
 		s.idle = rt.clock.AfterFunc(idle, func() { rt.stopIdle(s, idle) })
 	}
@@ -259,10 +251,6 @@ func (rt *Runtime) Acquire(ctx context.Context, name string) (release func(), er
 	if blocked {
 		release()
 		return nil, lastErr
-	}
-	if rt.faults.on(faultAcquireNotCounted) {
-		release() // defect: the reference is dropped at once
-		return func() {}, nil
 	}
 	return release, nil
 }
@@ -337,15 +325,6 @@ func (rt *Runtime) DisconnectServer(ctx context.Context, name string) error {
 		return fmt.Errorf("disconnect: no running server named %q", name)
 	}
 	for _, s := range targets {
-		if rt.faults.on(faultDisconnectRestarts) {
-			// Defect: disconnect is handled like a reconnect.
-			s.mu.Lock()
-			old := s.conn
-			s.mu.Unlock()
-			s.triggerRestart("disconnect", old)
-			s.emit(event.ServerDisconnected, event.String("reason", "disconnect"))
-			continue
-		}
 		s.close(ctx, "disconnect")
 		s.emit(event.ServerDisconnected, event.String("reason", "disconnect"))
 	}
@@ -375,9 +354,7 @@ func (rt *Runtime) Reload(ctx context.Context) error {
 	for _, s := range old {
 		s.close(ctx, "reload")
 	}
-	if !rt.faults.on(faultReloadStaleConfig) {
-		rt.discover()
-	}
+	rt.discover()
 	var errs []error
 	for _, sess := range sessions {
 		if err := sess.attach(ctx); err != nil {

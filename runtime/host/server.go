@@ -76,9 +76,6 @@ type server struct {
 
 func newServer(rt *Runtime, cfg *config.Server) (*server, error) {
 	policy, err := policyFor(cfg)
-	if err == nil && len(cfg.RestartDelays) > 0 && rt.faults.on(faultRestartDelaysIgnored) {
-		policy, err = backoff.ByName(policy.Name, nil) // defect: the policy's default delays
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +130,7 @@ func (s *server) setStateLocked(st State) {
 
 func (s *server) toolTimeout() time.Duration {
 	switch {
-	case s.cfg.ToolTimeout == config.NoTimeout && !s.rt.faults.on(faultZeroTimeoutDefault):
+	case s.cfg.ToolTimeout == config.NoTimeout:
 		return 0
 	case s.cfg.ToolTimeout > 0:
 		return s.cfg.ToolTimeout
@@ -145,9 +142,6 @@ func (s *server) maxResultChars() int {
 	limit := s.rt.opts.MaxResultChars
 	if s.cfg.MaxResultChars > 0 {
 		limit = s.cfg.MaxResultChars
-	}
-	if s.rt.faults.on(faultTruncOffByOne) {
-		limit--
 	}
 	return limit
 }
@@ -162,7 +156,7 @@ func (s *server) loadCache() {
 	if s.rt.cache == nil {
 		return
 	}
-	tools, lookup := s.rt.cache.Get(s.name, s.rt.faults.cacheKey(s.rt.cache.Path(s.name), s.cfg.ConfigHash()))
+	tools, lookup := s.rt.cache.Get(s.name, s.cfg.ConfigHash())
 	if !lookup.Hit {
 		s.emit(event.CacheMiss, event.String("reason", lookup.Reason))
 		return
@@ -187,9 +181,6 @@ func (s *server) initialize() {
 	}
 	if errors.Is(err, ErrBlocked) || errors.Is(err, ErrAuthRequired) || s.ctx.Err() != nil {
 		return
-	}
-	if s.isRemote() && s.rt.faults.on(faultRemoteInitFinal) {
-		return // defect: only stdio servers are restarted after a failed first connect
 	}
 	s.mu.Lock()
 	s.initFailed = true
@@ -372,7 +363,7 @@ func (s *server) startGraceLocked() {
 		return
 	}
 	g := s.rt.opts.UnregisterGrace
-	if g < 0 || s.rt.faults.on(faultNoGrace) {
+	if g < 0 {
 		s.unpublishLocked("connection lost")
 		return
 	}
@@ -470,7 +461,7 @@ func (s *server) status() ServerStatus {
 	}
 	if s.conn != nil {
 		st.ConnectedSince = s.connectedAt
-		if s.conn.proc != nil && !s.rt.faults.on(faultStatusNoPID) {
+		if s.conn.proc != nil {
 			st.PID = s.conn.proc.PID()
 			st.Stderr = s.conn.proc.StderrTail()
 		}

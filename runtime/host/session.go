@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -108,7 +107,7 @@ func (sess *Session) attach(ctx context.Context) error {
 	for _, c := range cfg.Servers {
 		var s *server
 		var err error
-		if c.Shared || rt.faults.on(faultPrivatePooled) {
+		if c.Shared {
 			s, err = rt.acquire(c, sess)
 		} else {
 			s, err = sess.startPrivate(c)
@@ -194,9 +193,6 @@ func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) 
 		}
 		s.mu.Lock()
 		settled := s.settledLocked()
-		if settled && !expired && s.conn == nil && !s.connectedOnce && rt.faults.on(faultGateHeldByFailed) {
-			settled = false // defect: only a connected server settles the gate
-		}
 		deferred := s.deferred && len(s.published) > 0
 		s.mu.Unlock()
 		if l.pending {
@@ -220,20 +216,15 @@ func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) 
 	for _, s := range entries {
 		check(s)
 	}
-	for pending > 0 && (!expired || (holding > 0 && !rt.faults.on(faultGateDropsPending))) {
+	for pending > 0 && (!expired || holding > 0) {
 		select {
 		case <-w.wake:
 			for _, s := range sess.changes(w) {
 				check(s)
 			}
 		case <-gateC:
-			expired = !rt.faults.on(faultGateWaitsForAll)
+			expired = true
 			gateC = nil
-			if expired && rt.faults.on(faultGateHeldByFailed) {
-				for _, s := range entries {
-					check(s) // what settles depends on the expiry there
-				}
-			}
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -265,10 +256,6 @@ func (sess *Session) gate(ctx context.Context, g *startGate, entries []*server) 
 	sess.mu.Unlock()
 	sess.emit("", event.GateClosed, event.Int("ready", len(rep.Ready)), event.Int("failed", len(rep.Failed)),
 		event.Int("deferred", len(rep.Deferred)), event.Int("late", len(rep.Late)), event.Millis("elapsed_ms", rep.Elapsed))
-	if len(rep.Failed) > 0 && rt.faults.on(faultSessionFailsWithServer) {
-		// Defect: one failed server fails the whole session start.
-		return fmt.Errorf("session start: %d servers failed: %v", len(rep.Failed), rep.Failed)
-	}
 	return nil
 }
 
@@ -370,9 +357,6 @@ func (sess *Session) CallTool(ctx context.Context, name string, args any) (bridg
 		return bridge.Result{}, ErrClosed
 	}
 	tool, ok := sess.tools.Lookup(name)
-	if !ok && sess.rt.faults.on(faultUnknownToolGuessed) {
-		tool, ok = sess.guessToolLocked(name)
-	}
 	s := sess.servers[tool.Server]
 	sess.calls++
 	n := sess.calls
@@ -397,33 +381,16 @@ func (sess *Session) CallTool(ctx context.Context, name string, args any) (bridg
 		r = bridge.MapError(err, opts)
 		outcome = "error"
 	default:
-		if sess.rt.faults.on(faultIsErrorDropped) && res != nil {
-			plain := *res
-			plain.IsError = false // defect: the server's isError is lost
-			res = &plain
-		}
 		r = bridge.MapResult(res, opts)
 		if r.IsError {
 			outcome = "tool_error"
 		}
-	}
-	if sess.rt.faults.on(faultTruncAfterWrap) && r.Truncated {
-		// Defect: wrap first, then truncate the wrapped text, cutting the
-		// closing marker.
-		full := opts
-		full.MaxChars = -1
-		body := []rune(bridge.MapResult(res, full).Text)
-		r.Text = string(body[:min(len(body), opts.MaxChars)])
 	}
 	if r.Truncated {
 		sess.emit(s.name, event.ToolTruncated, event.String("tool", name), event.Int("limit", opts.MaxChars), event.Int("original", r.OriginalChars))
 	}
 	if len(r.Signals) > 0 {
 		sess.emit(s.name, event.ToolInjectionSignal, event.String("tool", name), event.Strings("signals", r.Signals))
-		if sess.rt.faults.on(faultInjectionBlocks) {
-			// Defect: detection blocks the result instead of flagging it.
-			r = bridge.MapError(errors.New("result blocked: possible prompt injection"), opts)
-		}
 	}
 	code := r.Code
 	if code == "" && err != nil {
@@ -483,15 +450,4 @@ func (sess *Session) Close(ctx context.Context) {
 	delete(sess.rt.sessions, sess)
 	sess.rt.mu.Unlock()
 	sess.emit("", event.SessionClosed)
-}
-
-// guessToolLocked is the unknown-tool-guessed defect: a name the session
-// does not expose is split as mcp_<server>_<tool> and sent to that server.
-func (sess *Session) guessToolLocked(name string) (bridge.Tool, bool) {
-	for server := range sess.servers {
-		if raw, ok := strings.CutPrefix(name, bridge.ToolNamePrefix+server+"_"); ok && raw != "" {
-			return bridge.Tool{Name: name, Server: server, MCPName: raw}, true
-		}
-	}
-	return bridge.Tool{}, false
 }

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math/bits"
 	"strconv"
 	"sync"
@@ -39,7 +38,6 @@ const strayMemory = 64
 type strayTransport struct {
 	inner  mcp.Transport
 	report func(id jsonrpc.ID, reason string, n int)
-	fatal  bool // the stray-reply-fatal defect
 	// maxIncoming bounds the server's requests in flight (inflight.go).
 	maxIncoming int
 	conn        atomic.Pointer[strayConn]
@@ -51,7 +49,7 @@ func (s *server) strayGuard(t mcp.Transport) mcp.Transport {
 	if _, ok := t.(*mcp.StreamableClientTransport); ok {
 		return t
 	}
-	return &strayTransport{inner: t, fatal: s.rt.faults.on(faultStrayReplyFatal), maxIncoming: MaxServerRequests, report: func(id jsonrpc.ID, reason string, n int) {
+	return &strayTransport{inner: t, maxIncoming: MaxServerRequests, report: func(id jsonrpc.ID, reason string, n int) {
 		// The 1st, 2nd, 4th, 8th... of each reason, like transport.noise.
 		if bits.OnesCount(uint(n)) == 1 {
 			s.emit(event.TransportStrayReply, event.String("id", idSample(id)), event.String("reason", reason), event.Int("replies", n))
@@ -65,7 +63,7 @@ func (t *strayTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &strayConn{Connection: c, report: t.report, fatal: t.fatal, pending: make(map[jsonrpc.ID]struct{}),
+	sc := &strayConn{Connection: c, report: t.report, pending: make(map[jsonrpc.ID]struct{}),
 		maxIncoming: t.maxIncoming, incoming: make(map[jsonrpc.ID]struct{})}
 	t.conn.Store(sc)
 	return sc, nil
@@ -75,7 +73,6 @@ func (t *strayTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 type strayConn struct {
 	mcp.Connection
 	report func(id jsonrpc.ID, reason string, n int)
-	fatal  bool // the stray-reply-fatal defect: a stray reply ends the connection
 
 	mu        sync.Mutex
 	pending   map[jsonrpc.ID]struct{} // requests written, not yet answered or cancelled
@@ -182,11 +179,7 @@ func (c *strayConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.noteReadFailure(ctx, err)
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
-		if c.check(resp.ID) && c.fatal {
-			// Defect: a strict client treats the stray reply as a
-			// protocol violation and drops the connection.
-			return nil, fmt.Errorf("reply to id %s matches no request in flight", idSample(resp.ID))
-		}
+		c.check(resp.ID)
 	}
 	return msg, err
 }

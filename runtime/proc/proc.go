@@ -52,9 +52,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcplife/mcplife/internal/faultenv"
-	"github.com/mcplife/mcplife/runtime/internal/readbuf"
 	"github.com/mcplife/mcplife/runtime/clock"
+	"github.com/mcplife/mcplife/runtime/internal/readbuf"
 	"github.com/mcplife/mcplife/runtime/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -295,11 +294,6 @@ func (p *Process) Transport() mcp.Transport {
 	p.mu.Lock()
 	p.claimed = true
 	p.mu.Unlock()
-	if faultenv.On("stdout-unfiltered") {
-		// Defect: stdout goes to the JSON-RPC decoder as it is, banners,
-		// noise and over-long lines included.
-		return &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}
-	}
 	return &wire.Transport{Stdout: p.guard, Stdin: p.stdin}
 }
 
@@ -381,10 +375,6 @@ func (p *Process) Stop(ctx context.Context, g Grace, observe StopObserver) ExitS
 			return p.finish()
 		}
 	}
-	if faultenv.On("no-sigkill") {
-		// Defect: the escalation ends at SIGTERM.
-		return ExitStatus{Code: -1, Err: fmt.Errorf("proc: %s (pid %d) ignored SIGTERM", p.name, p.pid)}
-	}
 	kill := p.signalStep(&p.killStep, syscall.SIGKILL)
 	if p.await(context.Background(), g.Kill, func() {
 		if kill {
@@ -456,9 +446,7 @@ func (p *Process) signalStep(flag *bool, sig syscall.Signal) bool {
 		return false
 	}
 	*flag = true
-	if !faultenv.On("signal-pid-only") { // defect: the group is never signalled
-		_ = syscall.Kill(-p.pid, sig)
-	}
+	_ = syscall.Kill(-p.pid, sig)
 	_ = syscall.Kill(p.pid, sig) // in case the child left its group
 	return true
 }
@@ -469,9 +457,7 @@ func (p *Process) killGroup() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.reaped {
-		if !faultenv.On("signal-pid-only") {
-			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-		}
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		p.reaped = true
 	}
 }
@@ -520,11 +506,6 @@ func statusOf(ps *os.ProcessState, err error) ExitStatus {
 func (p *Process) copyStderr(done chan<- struct{}) {
 	defer close(done)
 	defer p.stderr.Close()
-	if faultenv.On("stderr-undrained") {
-		// Defect: stderr is read only once the child has exited, so a
-		// child that fills the pipe blocks.
-		<-p.waited
-	}
 	// An idle server's copy holds the buffer in a blocked Read for the
 	// process's life (readbuf).
 	rb := readbuf.New(1<<10, 32<<10)
