@@ -22,6 +22,14 @@
 // carrying a stable code (CodeToolTimeout, ...) and wrapping a sentinel
 // (ErrToolTimeout, ...).
 //
+// The package examples, checked by go test, show it end to end: Example
+// embeds the runtime in an agent host (the user's config discovered, a
+// session opened, a tool of a stdio MCP server listed and called, the
+// lifecycle events watched through the host's own event.Recorder, and
+// everything closed); the example of [Session.CallTool] shows how a call
+// can end badly (an isError result, an unknown tool, a server that dies
+// mid-call). Their server is the fixture MCP server of fixtures/mcp-fixture.
+//
 // # Files
 //
 //   - runtime.go: Runtime, the shared pool, status, reload, disconnect, Close
