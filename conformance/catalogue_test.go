@@ -125,6 +125,8 @@ func TestSplitCommand(t *testing.T) {
 		`node  "my driver.js" --x`:        {"node", "my driver.js", "--x"},
 		`sh -c 'exec ./d "$X"'`:           {"sh", "-c", `exec ./d "$X"`},
 		`a\ b "c\"d" ''`:                  {"a b", `c"d`, ""},
+		`python -c "print(\"hi\")"`:       {"python", "-c", `print("hi")`},
+		`x "a\b" "c\\d"`:                  {"x", `a\b`, `c\d`},
 		"  /abs/path/harness\tdriver\n  ": {"/abs/path/harness", "driver"},
 	} {
 		got, err := SplitCommand(in)

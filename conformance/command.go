@@ -18,7 +18,8 @@ func SplitCommand(s string) ([]string, error) {
 		quote   rune
 		escaped bool
 	)
-	for _, r := range s {
+	rs := []rune(s)
+	for i, r := range rs {
 		switch {
 		case escaped:
 			cur.WriteRune(r)
@@ -30,13 +31,13 @@ func SplitCommand(s string) ([]string, error) {
 				cur.WriteRune(r)
 			}
 		case quote == '"':
-			switch r {
-			case '"':
+			switch {
+			case r == '"':
 				quote = 0
-			case '\\':
+			case r == '\\' && i+1 < len(rs) && (rs[i+1] == '"' || rs[i+1] == '\\'):
 				escaped = true
 			default:
-				cur.WriteRune(r)
+				cur.WriteRune(r) // another backslash is literal, as in sh
 			}
 		case r == '\\':
 			escaped, inWord = true, true

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/mcplife/mcplife/bench"
+	"github.com/mcplife/mcplife/conformance"
 )
 
 const benchUsage = `usage: harness bench [-runs N] [-workload LIST] [-json FILE] [flags]
@@ -80,7 +81,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Fixture = []string{exe, "fixture"}
 	if *fixtureCmd != "" {
-		argv, err := splitCommand(*fixtureCmd)
+		argv, err := conformance.SplitCommand(*fixtureCmd)
 		if err != nil || len(argv) == 0 {
 			fmt.Fprintf(stderr, "harness bench: -fixture: bad command line %q: %v\n", *fixtureCmd, err)
 			return 2

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -223,7 +222,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", "-run", "^no-such-scenario$"}, "no scenario matches"},
 		{[]string{"run", "-run", "("}, "-run: error parsing regexp"},
 		{[]string{"run", "001"}, "unexpected argument"},
-		{[]string{"run", "-impl", "'unterminated"}, "unterminated single quote"},
+		{[]string{"run", "-impl", "'unterminated"}, "-impl: unterminated quote"},
 		{[]string{"run", "-impl", "/nonexistent/driver"}, "cannot use driver"},
 		{[]string{"run", "-fixture", "/nonexistent/mcp-fixture"}, "-fixture: stat /nonexistent/mcp-fixture"},
 		{[]string{"run", "-fixture", "."}, "is not an executable file"},
@@ -260,27 +259,6 @@ func TestList(t *testing.T) {
 	code, out, _ = harness(t, "list", "-v", "-run", "^073")
 	if code != 0 || !strings.Contains(out, "guards: seed 001 scenario 73") {
 		t.Errorf("list -v: exit %d\n%s", code, out)
-	}
-}
-
-func TestSplitCommand(t *testing.T) {
-	for in, want := range map[string][]string{
-		"harness driver":            {"harness", "driver"},
-		`node  './my driver.js' -x`: {"node", "./my driver.js", "-x"},
-		`python -c "print(\"hi\")"`: {"python", "-c", `print("hi")`},
-		`a\ b c`:                    {"a b", "c"},
-		"  spaced\targs\n":          {"spaced", "args"},
-		`x ''`:                      {"x", ""},
-	} {
-		got, err := splitCommand(in)
-		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("splitCommand(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "   ", `"open`, "'open"} {
-		if _, err := splitCommand(bad); err == nil {
-			t.Errorf("splitCommand(%q) succeeded", bad)
-		}
 	}
 }
 

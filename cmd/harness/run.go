@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcplife/mcplife/conformance"
 	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/internal/shard"
 	"github.com/mcplife/mcplife/internal/textsafe"
@@ -92,7 +93,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		ro.Run = re
 	}
 	if *impl != "" {
-		argv, err := splitCommand(*impl)
+		argv, err := conformance.SplitCommand(*impl)
 		if err != nil {
 			fmt.Fprintf(stderr, "harness run: -impl: %v\n", err)
 			return 2
@@ -206,62 +207,6 @@ func printResult(w io.Writer, r scenarios.Result, verbose bool) {
 func fmtVirtual(d time.Duration) string {
 	ms := d.Milliseconds()
 	return fmt.Sprintf("%d.%03ds", ms/1000, ms%1000)
-}
-
-// splitCommand splits a command line into words: spaces separate words,
-// single quotes keep everything literal, double quotes allow \" and \\,
-// and a backslash outside quotes escapes the next character.
-func splitCommand(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '\'':
-			inWord = true
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return nil, errors.New("unterminated single quote")
-			}
-			cur.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-		case c == '"':
-			inWord = true
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\') {
-					i++
-				}
-				cur.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, errors.New("unterminated double quote")
-			}
-		case c == '\\':
-			inWord = true
-			if i+1 < len(s) {
-				i++
-				cur.WriteByte(s[i])
-			}
-		default:
-			inWord = true
-			cur.WriteByte(c)
-		}
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	if len(words) == 0 {
-		return nil, errors.New("empty command")
-	}
-	return words, nil
 }
 
 // jsonReport is the -json output.
