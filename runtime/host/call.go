@@ -85,42 +85,20 @@ func (s *server) readyConn(ctx context.Context) (*connection, error) {
 // ci names the call in events; its tool.call_started is emitted once the
 // call's watchdog is armed.
 func (s *server) callTool(ctx context.Context, name string, args any, ci *callInfo) (*mcp.CallToolResult, error) {
-	var mark *requestMark
-	if s.isRemote() {
-		ctx, mark = withMark(ctx)
-	}
-	res, err, conn := s.callOnce(ctx, name, args, ci, true)
-	if mark != nil && err != nil && conn == nil {
-		if res, err, ok := s.retryRemoteCall(ctx, mark, name, args, ci, err); ok {
+	ctx, mark := s.sessions.markCall(ctx)
+	res, err, timedOutOn := s.callOnce(ctx, name, args, ci, true)
+	switch {
+	case err == nil:
+		return res, nil
+	case timedOutOn == nil:
+		// Not a timeout: what the session strategy makes of it, or the
+		// error as it is.
+		if res, err, ok := s.sessions.retryCall(ctx, mark, name, args, ci, err); ok {
 			return res, err
 		}
-	}
-	if conn == nil {
 		return res, err
 	}
-	if s.probe(ctx, conn) {
-		return nil, err
-	}
-	before, immediate := s.triggerRestart("probe-failure", conn)
-	if !immediate {
-		// Another trigger's loop, or a backoff sleep (a crash loop): the
-		// caller must not wait through it; report where the restart stands.
-		return nil, s.restartState(err)
-	}
-	ok, werr := s.awaitAttempt(ctx, before)
-	if werr != nil {
-		return nil, errors.Join(err, werr)
-	}
-	if !ok {
-		s.mu.Lock()
-		last := s.lastErr
-		s.mu.Unlock()
-		if last == nil {
-			last = err
-		}
-		return nil, restartFailed(s.name, last)
-	}
-	if s.rt.opts.NoRetryAfterRestart {
+	if retry, err := s.afterTimeout(ctx, timedOutOn, err); !retry {
 		return nil, err
 	}
 	res, err, _ = s.callOnce(ctx, name, args, ci, false)
@@ -254,25 +232,6 @@ type callIDKey struct{}
 func callID(ctx context.Context) (string, bool) {
 	id, ok := ctx.Value(callIDKey{}).(string)
 	return id, ok && id != ""
-}
-
-// restartState reports a restart's state to a caller that will not wait for
-// it: in progress while an attempt runs or before the first one, failed with
-// the last cause during a backoff sleep after a failure.
-func (s *server) restartState(fallback error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.conn != nil:
-		return fallback
-	case s.restarting && !s.connecting && s.lastErr != nil:
-		return restartFailed(s.name, s.lastErr)
-	case s.restarting:
-		return restartInProgress(s.name)
-	case s.lastErr != nil:
-		return &ServerError{Code: CodeFailed, Server: s.name, Kind: ErrFailed, Cause: s.lastErr}
-	}
-	return fallback
 }
 
 // isProtocolError reports whether err is an answer from the server (a

@@ -32,13 +32,45 @@
 //
 // # Files
 //
+// The embedding surface:
+//
 //   - runtime.go: Runtime, the shared pool, status, reload, disconnect, Close
 //   - session.go: Session, the startup gate, the session's tool registry
-//   - server.go: one server's state machine, tool publication, grace window
-//   - connection.go, transport.go: connecting over stdio, streamable HTTP and
-//     SSE; stopping processes and sockets
-//   - call.go, probe.go: tool calls, timeouts and health probes
-//   - restart.go: restart policies and backoff
-//   - listchanged.go: notifications/tools/list_changed
 //   - options.go, errors.go, state.go: the public vocabulary
+//   - limits.go: the bounds on what one server may send, and Limits
+//
+// One server's lifecycle:
+//
+//   - server.go: its state, tool publication, the grace window, close, status
+//   - connect.go: one connect attempt (resolve, dial, handshake, tools/list)
+//     and naming why it failed
+//   - toollist.go: tools/list at connect, within the limits
+//   - connection.go: a live connection, its watch and its close
+//   - supervisor.go: the restart supervisor (backoff, the restart loop, what
+//     a timed-out call gets)
+//   - probe.go: the health probe and its gate
+//   - call.go: tool calls, their timeouts and errors
+//   - listchanged.go: notifications/tools/list_changed and refreshes
+//   - stats.go: the connect concurrency gauge
+//
+// Transports and sessions:
+//
+//   - sessions.go: the session strategy, stdio or remote
+//   - remote_server.go: the remote strategy (expiry, needs-auth, Retry-After,
+//     resending unseen requests)
+//   - remote.go: the HTTP layer under go-sdk's transports
+//   - resume.go: resuming a dropped response stream
+//   - oauth.go: the OAuth client of auth blocks with a grant
+//   - transport.go: HTTP clients and their sockets
+//   - stray.go, readfail.go, eof.go: what a stdio connection reads that it
+//     should not (stray replies, unreadable messages, a peer gone mid-call)
+//   - inflight.go, inflight_http.go: the bound on a server's requests in
+//     flight
+//
+// Requests a server sends to the host:
+//
+//   - handlers.go, handlers_client.go: elicitation, sampling, roots
+//   - handlers_lists.go: progress, resources and prompts
+//
+// TestDocFileMap checks that this list names every file of the package.
 package host

@@ -5,11 +5,12 @@ import (
 
 	"context"
 	"errors"
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 
 	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/runtime/event"

@@ -280,14 +280,15 @@ func (o *oauthObserver) tokenIssued(resp *http.Response, grant string) {
 // oauthFor returns the server's OAuth client, made at the first connect
 // (secret is the resolved auth.clientSecret); nil when the server's auth
 // block names no grant.
-func (s *server) oauthFor(secret string) *oauthClient {
+func (r *remoteSessions) oauthFor(secret string) *oauthClient {
+	s := r.s
 	if s.cfg.Auth == nil || s.cfg.Auth.Grant == "" {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.remote.oauth == nil {
-		s.remote.oauth = newOAuthClient(s, secret)
+	if r.oauth == nil {
+		r.oauth = newOAuthClient(s, secret)
 	}
-	return s.remote.oauth
+	return r.oauth
 }

@@ -54,7 +54,7 @@ func (s *server) runProbe(c *connection, pingless bool) bool {
 		s.emit(event.ProbeStarted, event.String("method", "ping"), event.Millis("timeout_ms", timeout))
 		err := c.cs.Ping(ctx, nil)
 		if err != nil && ctx.Err() == nil {
-			err = s.retryPing(ctx, c, err)
+			err = s.sessions.retryPing(ctx, c, err)
 		}
 		if err != nil && ctx.Err() != nil {
 			// Timed out (or the connection ended): name that, not the

@@ -18,7 +18,7 @@ import (
 // can see the cancellation before its own error: the server would be
 // reported as exited for no reason, its real failure lost. So the
 // connection remembers the first read failure, and a failed handshake
-// (causeOf) and a connection that ended (connection.watch) name it rather
+// (failedAttempt.cause, connect.go) and a connection that ended (connection.watch) name it rather
 // than the exit it caused.
 
 // noteReadFailure remembers err as the connection's read failure when it is

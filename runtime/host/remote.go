@@ -49,9 +49,10 @@ const defaultStreamRetry = time.Second
 // runtime must act on.
 type remoteConn struct {
 	srv        *server
-	credential string       // credential id of an oauth auth block, "" when none
-	oauth      *oauthClient // the server's OAuth flow (auth.grant), nil when none
-	conn       *connection  // set before the handshake
+	sessions   *remoteSessions // the server's session strategy (remote_server.go)
+	credential string          // credential id of an oauth auth block, "" when none
+	oauth      *oauthClient    // the server's OAuth flow (auth.grant), nil when none
+	conn       *connection     // set before the handshake
 	// requests bounds the server's requests in flight on a streamable
 	// HTTP connection (inflight_http.go); nil for SSE.
 	requests *requestBound
@@ -62,14 +63,6 @@ type remoteConn struct {
 	expired    bool            // a 404 said the session is gone
 	authErr    error           // the server needs authorization
 	retryAfter time.Duration   // the capped Retry-After of a request refused twice
-}
-
-func newRemoteConn(s *server, r *config.Resolved) *remoteConn {
-	rc := &remoteConn{srv: s, oauth: s.oauthFor(r.ClientSecret)}
-	if a := s.cfg.Auth; a != nil && a.Type == "oauth" && a.CredentialID != "" {
-		rc.credential = a.CredentialID
-	}
-	return rc
 }
 
 // sessionExpired reports whether a 404 said the session is gone.

@@ -11,9 +11,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// remoteServer is the part of a server's state that only remote servers
-// use; guarded by server.mu.
-type remoteServer struct {
+// remoteSessions is the session strategy of a remote server (sessions.go):
+// a session can expire (404) and is re-initialized, a credential can be
+// rejected (needs-auth), the server can ask to be left alone
+// (Retry-After), and a request the server never saw is sent again on the
+// new session. Its fields are guarded by server.mu.
+type remoteSessions struct {
+	s          *server
 	reinits    int           // sessions re-initialized after an expiry
 	resumes    int           // dropped streams resumed
 	lastReinit time.Time     // when the last re-initialization started
@@ -43,10 +47,9 @@ type retryAfterError struct {
 func (e *retryAfterError) Error() string { return e.err.Error() }
 func (e *retryAfterError) Unwrap() error { return e.err }
 
-func (s *server) isRemote() bool { return s.cfg.EffectiveType() != config.Stdio }
-
-// remoteConnectErr names what the HTTP layer saw behind a failed connect.
-func (s *server) remoteConnectErr(rc *remoteConn, err error) error {
+// connectErr names what the HTTP layer saw behind a failed connect.
+func (r *remoteSessions) connectErr(rc *remoteConn, err error) error {
+	s := r.s
 	if rc == nil {
 		return err
 	}
@@ -60,12 +63,13 @@ func (s *server) remoteConnectErr(rc *remoteConn, err error) error {
 	return err
 }
 
-// noteRemoteFailureLocked records what a failed attempt means for a remote
+// noteFailureLocked records what a failed attempt means for a remote
 // server; it reports whether it set the state.
-func (s *server) noteRemoteFailureLocked(err error) bool {
+func (r *remoteSessions) noteFailureLocked(err error) bool {
+	s := r.s
 	var ra *retryAfterError
 	if errors.As(err, &ra) {
-		s.remote.retryAfter = ra.after
+		r.retryAfter = ra.after
 	}
 	if errors.Is(err, ErrAuthRequired) {
 		s.setStateLocked(StateNeedsAuth)
@@ -76,15 +80,19 @@ func (s *server) noteRemoteFailureLocked(err error) bool {
 
 // takeRetryAfterLocked returns the Retry-After the next restart delay must
 // honour, once.
-func (s *server) takeRetryAfterLocked() time.Duration {
-	ra := s.remote.retryAfter
-	s.remote.retryAfter = 0
+func (r *remoteSessions) takeRetryAfterLocked() time.Duration {
+	ra := r.retryAfter
+	r.retryAfter = 0
 	return ra
 }
 
-// remoteLost handles the end of a remote connection whose HTTP layer saw a
+// lost handles the end of a remote connection whose HTTP layer saw a
 // rejected credential or an expired session; it reports whether it did.
-func (s *server) remoteLost(c *connection, cause error) bool {
+func (r *remoteSessions) lost(c *connection, cause error) bool {
+	s := r.s
+	if c.remote == nil {
+		return false
+	}
 	rc := c.remote
 	if authErr := rc.authRequired(); authErr != nil {
 		s.mu.Lock()
@@ -115,7 +123,7 @@ func (s *server) remoteLost(c *connection, cause error) bool {
 	s.lastErrAt = s.rt.clock.Now()
 	s.emit(event.TransportClosed, event.String("transport", string(s.cfg.EffectiveType())), event.Err(cause))
 	s.startGraceLocked()
-	again := !s.remote.lastReinit.IsZero() && s.rt.clock.Since(s.remote.lastReinit) < s.rt.opts.StabilityWindow
+	again := !r.lastReinit.IsZero() && s.rt.clock.Since(r.lastReinit) < s.rt.opts.StabilityWindow
 	if again || s.restarting {
 		s.setStateLocked(StateFailed)
 		s.mu.Unlock()
@@ -124,17 +132,18 @@ func (s *server) remoteLost(c *connection, cause error) bool {
 		s.triggerRestart("session-expired", nil)
 		return true
 	}
-	s.remote.lastReinit = s.rt.clock.Now()
+	r.lastReinit = s.rt.clock.Now()
 	s.restarting = true
 	s.setStateLocked(StateRestarting)
 	s.mu.Unlock()
-	s.rt.goRun(func() { s.reinitialize(c) })
+	s.rt.goRun(func() { r.reinitialize(c) })
 	return true
 }
 
 // reinitialize replaces the expired session of c with a new one, at once and
 // outside the restart policy; when that fails the policy takes over.
-func (s *server) reinitialize(c *connection) {
+func (r *remoteSessions) reinitialize(c *connection) {
+	s := r.s
 	defer c.markLost()
 	err := s.attempt(s.ctx, 0)
 	s.mu.Lock()
@@ -142,7 +151,7 @@ func (s *server) reinitialize(c *connection) {
 	s.restarting = false
 	tools := len(s.published)
 	if err == nil {
-		s.remote.reinits++
+		r.reinits++
 	} else if !errors.Is(err, ErrAuthRequired) && !errors.Is(err, ErrBlocked) {
 		s.state = StateFailed
 	}
@@ -161,7 +170,8 @@ func (s *server) reinitialize(c *connection) {
 
 // awaitNewSession waits until the loss of c has been handled and returns the
 // connection that replaced it, or nil.
-func (s *server) awaitNewSession(ctx context.Context, c *connection) *connection {
+func (r *remoteSessions) awaitNewSession(ctx context.Context, c *connection) *connection {
+	s := r.s
 	select {
 	case <-c.lost:
 	case <-ctx.Done():
@@ -175,11 +185,12 @@ func (s *server) awaitNewSession(ctx context.Context, c *connection) *connection
 	return nil
 }
 
-// retryRemoteCall decides what a failed tools/call on a remote server gets:
+// retryCall decides what a failed tools/call on a remote server gets:
 // a call answered 404 for an expired session (the server never saw it) is
 // sent once more on the new session; a call refused twice with 429/503 is
 // reported as unavailable. ok is false when neither applies.
-func (s *server) retryRemoteCall(ctx context.Context, m *requestMark, name string, args any, ci *callInfo, err error) (_ *mcp.CallToolResult, _ error, ok bool) {
+func (r *remoteSessions) retryCall(ctx context.Context, m *requestMark, name string, args any, ci *callInfo, err error) (_ *mcp.CallToolResult, _ error, ok bool) {
+	s := r.s
 	m.mu.Lock()
 	rc, unseen, throttled := m.rc, m.unseen404, m.throttled
 	m.mu.Unlock()
@@ -194,7 +205,7 @@ func (s *server) retryRemoteCall(ctx context.Context, m *requestMark, name strin
 	case !unseen || rc.conn == nil:
 		return nil, nil, false
 	}
-	if nc := s.awaitNewSession(ctx, rc.conn); nc == nil {
+	if nc := r.awaitNewSession(ctx, rc.conn); nc == nil {
 		return nil, nil, false
 	}
 	s.emit(event.RemoteRequestRetried, event.String("method", "tools/call"), event.String("reason", "session-expired"))
@@ -205,14 +216,38 @@ func (s *server) retryRemoteCall(ctx context.Context, m *requestMark, name strin
 // retryPing sends a probe's ping again on the session that replaced an
 // expired one; ping is idempotent. It returns the original error when c's
 // session did not expire or no new session came.
-func (s *server) retryPing(ctx context.Context, c *connection, err error) error {
+func (r *remoteSessions) retryPing(ctx context.Context, c *connection, err error) error {
+	s := r.s
 	if c.remote == nil || !c.remote.sessionExpired() {
 		return err
 	}
-	nc := s.awaitNewSession(ctx, c)
+	nc := r.awaitNewSession(ctx, c)
 	if nc == nil {
 		return err
 	}
 	s.emit(event.RemoteRequestRetried, event.String("method", "ping"), event.String("reason", "session-expired"))
 	return nc.cs.Ping(ctx, nil)
 }
+
+// retryAfterLocked returns the Retry-After the next restart delay must
+// honour, leaving it in place.
+func (r *remoteSessions) retryAfterLocked() time.Duration { return r.retryAfter }
+
+// newConn returns the HTTP-layer state of a new connection.
+func (r *remoteSessions) newConn(res *config.Resolved) *remoteConn {
+	s := r.s
+	rc := &remoteConn{srv: s, sessions: r, oauth: r.oauthFor(res.ClientSecret)}
+	if a := s.cfg.Auth; a != nil && a.Type == "oauth" && a.CredentialID != "" {
+		rc.credential = a.CredentialID
+	}
+	return rc
+}
+
+// markCall marks ctx so that the HTTP layer can tell whether the server saw
+// the call's request (remote.go).
+func (r *remoteSessions) markCall(ctx context.Context) (context.Context, *requestMark) {
+	return withMark(ctx)
+}
+
+// counts returns the sessions re-initialized and the streams resumed.
+func (r *remoteSessions) counts() (reinits, resumes int) { return r.reinits, r.resumes }

@@ -142,7 +142,7 @@ func (b *resumingBody) resume(cause error) error {
 		return err
 	}
 	s.mu.Lock()
-	s.remote.resumes++
+	b.t.rc.sessions.resumes++
 	s.mu.Unlock()
 	s.emit(event.RemoteStreamResumed, event.String("last_event_id", b.lastID))
 	return nil

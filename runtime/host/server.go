@@ -20,13 +20,13 @@ import (
 // loop and the tools it publishes to sessions. A shared server lives in the
 // Runtime's pool; a private one belongs to one Session.
 type server struct {
-	rt     *Runtime
-	name   string
-	cfg    *config.Server
-	shared bool
-	policy backoff.Policy
-	ctx    context.Context // ends when the server is closed
-	cancel context.CancelFunc
+	rt         *Runtime
+	name       string
+	cfg        *config.Server
+	shared     bool
+	ctx        context.Context // ends when the server is closed
+	cancel     context.CancelFunc
+	supervisor // supervisor.go: backoff, restart loop, probe gate
 
 	mu          sync.Mutex
 	changed     chan struct{} // closed and replaced on every change
@@ -47,22 +47,16 @@ type server struct {
 	// acquires fail at once while the server is down.
 	acquireWaitOver bool
 	connecting      bool // an attempt is running
-	restarting      bool // the restart loop is running
-	attempts        int  // restart attempts finished (for waiters)
-	step            int  // backoff step; zero after StabilityWindow of uptime
-	stable          clock.Timer
 	grace           clock.Timer
 	toolsWindow     debounceWindow // tools/list_changed
 	changes         int            // list_changed notifications in toolsWindow
 	idle            clock.Timer
-	pingless        bool
-	probing         *probeRun
 	refs            int
 	listeners       map[*Session]struct{}
 	closed          bool
 	gen             int
 	warnings        []string
-	remote          remoteServer // remote_server.go
+	sessions        sessionStrategy // sessions.go: stdio or remote
 	// roots are advertised to the server (config "roots", or SetRoots);
 	// nil when its config has none.
 	roots []config.Root
@@ -80,19 +74,21 @@ func newServer(rt *Runtime, cfg *config.Server) (*server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(rt.ctx)
-	return &server{
-		rt:        rt,
-		name:      cfg.Name,
-		cfg:       cfg,
-		shared:    cfg.Shared,
-		policy:    policy,
-		ctx:       ctx,
-		cancel:    cancel,
-		changed:   make(chan struct{}),
-		state:     StateConnecting,
-		listeners: make(map[*Session]struct{}),
-		roots:     slices.Clone(cfg.Roots),
-	}, nil
+	s := &server{
+		rt:         rt,
+		name:       cfg.Name,
+		cfg:        cfg,
+		shared:     cfg.Shared,
+		supervisor: supervisor{policy: policy},
+		ctx:        ctx,
+		cancel:     cancel,
+		changed:    make(chan struct{}),
+		state:      StateConnecting,
+		listeners:  make(map[*Session]struct{}),
+		roots:      slices.Clone(cfg.Roots),
+	}
+	s.sessions = sessionsFor(s)
+	return s, nil
 }
 
 func policyFor(cfg *config.Server) (backoff.Policy, error) {
@@ -212,7 +208,7 @@ func (s *server) attempt(ctx context.Context, attempt int) error {
 		s.lastErrAt = s.rt.clock.Now()
 		if errors.Is(err, ErrBlocked) {
 			s.setStateLocked(StateBlocked)
-		} else if s.noteRemoteFailureLocked(err) {
+		} else if s.sessions.noteFailureLocked(err) {
 			// needs-auth
 		} else if !s.restarting {
 			s.setStateLocked(StateFailed)
@@ -271,25 +267,6 @@ func (s *server) writeCache(tools []*mcp.Tool) {
 	}
 }
 
-// armStableLocked starts the stability window after which the backoff step
-// returns to zero.
-func (s *server) armStableLocked() {
-	if s.stable != nil {
-		s.stable.Stop()
-	}
-	if s.step == 0 {
-		return
-	}
-	gen := s.gen
-	s.stable = s.rt.clock.AfterFunc(s.rt.opts.StabilityWindow, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.gen == gen && s.conn != nil {
-			s.step = 0
-		}
-	})
-}
-
 // publishLocked replaces the tools this server exposes and tells sessions.
 func (s *server) publishLocked(tools []*mcp.Tool, deferred bool) {
 	f := bridge.Filter{Include: s.cfg.IncludeTools, Exclude: s.cfg.ExcludeTools}
@@ -335,7 +312,7 @@ func (s *server) cancelGraceLocked() {
 
 // connectionLost handles a connection that ended without being asked to.
 func (s *server) connectionLost(c *connection, cause error) {
-	if c.remote != nil && s.remoteLost(c, cause) {
+	if s.sessions.lost(c, cause) {
 		return
 	}
 	defer c.markLost()
@@ -434,6 +411,7 @@ func (s *server) close(ctx context.Context, reason string) {
 func (s *server) status() ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	reinits, resumes := s.sessions.counts()
 	st := ServerStatus{
 		Name:            s.name,
 		State:           s.state,
@@ -447,8 +425,8 @@ func (s *server) status() ServerStatus {
 		Policy:          s.policy.Name,
 		Warnings:        slices.Clone(s.warnings),
 		Stderr:          s.stderr,
-		SessionReinits:  s.remote.reinits,
-		StreamResumes:   s.remote.resumes,
+		SessionReinits:  reinits,
+		StreamResumes:   resumes,
 		Roots:           len(s.roots),
 		Resources:       len(s.lists.resources),
 		Prompts:         len(s.lists.prompts),

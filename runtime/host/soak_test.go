@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"flag"
-	"github.com/mcplife/mcplife/runtime/config"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/mcplife/mcplife/runtime/config"
 )
 
 var soakHours = flag.Int("soak-hours", 2, "virtual hours TestSoak runs")

@@ -5,8 +5,78 @@ import (
 	"errors"
 	"time"
 
+	"github.com/mcplife/mcplife/runtime/backoff"
+	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/event"
 )
+
+// supervisor is a server's restart supervision: the backoff policy and
+// where it stands, the restart loop and the attempts it finished, the
+// stability timer that returns the backoff to its first step, and the
+// probe gate that lets one health probe run per connection (probe.go). A
+// server embeds it; its fields are guarded by server.mu.
+type supervisor struct {
+	policy     backoff.Policy
+	restarting bool        // the restart loop is running
+	attempts   int         // restart attempts finished (for waiters)
+	step       int         // backoff step; zero after StabilityWindow of uptime
+	stable     clock.Timer // armed at each connect, resets step
+	probing    *probeRun   // the probe running, if any (probe.go)
+	pingless   bool        // the server answered ping with method-not-found
+}
+
+// afterTimeout decides what a call that hit its tool timeout on c gets: a
+// healthy server (probe) keeps the timeout error; an unhealthy one is
+// restarted and, when the first attempt runs at once and succeeds, retry is
+// true (unless Options.NoRetryAfterRestart); otherwise err says where the
+// restart stands.
+func (s *server) afterTimeout(ctx context.Context, c *connection, timeoutErr error) (retry bool, err error) {
+	if s.probe(ctx, c) {
+		return false, timeoutErr
+	}
+	before, immediate := s.triggerRestart("probe-failure", c)
+	if !immediate {
+		// Another trigger's loop, or a backoff sleep (a crash loop): the
+		// caller must not wait through it; report where the restart stands.
+		return false, s.restartState(timeoutErr)
+	}
+	ok, werr := s.awaitAttempt(ctx, before)
+	if werr != nil {
+		return false, errors.Join(timeoutErr, werr)
+	}
+	if !ok {
+		s.mu.Lock()
+		last := s.lastErr
+		s.mu.Unlock()
+		if last == nil {
+			last = timeoutErr
+		}
+		return false, restartFailed(s.name, last)
+	}
+	if s.rt.opts.NoRetryAfterRestart {
+		return false, timeoutErr
+	}
+	return true, nil
+}
+
+// restartState reports a restart's state to a caller that will not wait for
+// it: in progress while an attempt runs or before the first one, failed with
+// the last cause during a backoff sleep after a failure.
+func (s *server) restartState(fallback error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.conn != nil:
+		return fallback
+	case s.restarting && !s.connecting && s.lastErr != nil:
+		return restartFailed(s.name, s.lastErr)
+	case s.restarting:
+		return restartInProgress(s.name)
+	case s.lastErr != nil:
+		return &ServerError{Code: CodeFailed, Server: s.name, Kind: ErrFailed, Cause: s.lastErr}
+	}
+	return fallback
+}
 
 // triggerRestart starts the restart loop unless it is already running;
 // concurrent triggers share one loop. When old is not nil the loop first
@@ -63,7 +133,7 @@ func (s *server) restartLoop(reason string, old *connection) {
 			return
 		}
 		delay, ok := s.policy.Delay(s.step)
-		delay = max(delay, s.takeRetryAfterLocked())
+		delay = max(delay, s.sessions.takeRetryAfterLocked())
 		if !ok {
 			s.restarting = false
 			s.giveUpLocked()
@@ -111,7 +181,7 @@ func (s *server) restartLoop(reason string, old *connection) {
 			continue
 		}
 		next, more := s.policy.Delay(s.step)
-		next = max(next, s.remote.retryAfter)
+		next = max(next, s.sessions.retryAfterLocked())
 		s.notifyLocked()
 		s.mu.Unlock()
 		if s.ctx.Err() != nil || errors.Is(err, ErrClosed) {
@@ -156,4 +226,23 @@ func (s *server) awaitAttempt(ctx context.Context, before int) (bool, error) {
 // sinceInitFailure reports how long ago the first connect failed.
 func (s *server) sinceInitFailureLocked() time.Duration {
 	return s.rt.clock.Since(s.initFailAt)
+}
+
+// armStableLocked starts the stability window after which the backoff step
+// returns to zero.
+func (s *server) armStableLocked() {
+	if s.stable != nil {
+		s.stable.Stop()
+	}
+	if s.step == 0 {
+		return
+	}
+	gen := s.gen
+	s.stable = s.rt.clock.AfterFunc(s.rt.opts.StabilityWindow, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.gen == gen && s.conn != nil {
+			s.step = 0
+		}
+	})
 }
