@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
-	"github.com/mcplife/mcplife/internal/signame"
+	"github.com/mcplife/mcplife/runtime/proc"
 )
 
 // HTTPOptions configures a proxy in front of a streamable HTTP or SSE
@@ -150,7 +150,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 		code, reason = x.code, x.reason
 	case s := <-opts.Signals:
 		sig, _ := s.(syscall.Signal)
-		eng.journal("signal", map[string]any{"signal": signame.Of(sig), "ignored": false})
+		eng.journal("signal", map[string]any{"signal": proc.SignalName(sig), "ignored": false})
 		code, reason = 128+int(sig), "signal"
 	case <-ctx.Done():
 		code, reason = 0, "cancelled"

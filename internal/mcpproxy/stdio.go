@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
-	"github.com/mcplife/mcplife/internal/signame"
+	"github.com/mcplife/mcplife/runtime/proc"
 )
 
 // DefaultStopGrace is how long the proxy waits for the upstream server at
@@ -164,7 +164,7 @@ func RunStdio(ctx context.Context, in io.Reader, out io.Writer, opts StdioOption
 		code, reason = x.code, x.reason
 	case s := <-opts.Signals:
 		sig, _ := s.(syscall.Signal)
-		eng.journal("signal", map[string]any{"signal": signame.Of(sig), "ignored": false})
+		eng.journal("signal", map[string]any{"signal": proc.SignalName(sig), "ignored": false})
 		code, reason = 128+int(sig), "signal"
 		// Pass the signal on, as the group kill of a directly run server
 		// would have delivered it.

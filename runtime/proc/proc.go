@@ -492,7 +492,7 @@ func statusOf(ps *os.ProcessState, err error) ExitStatus {
 		return ExitStatus{Code: -1, Err: err}
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return ExitStatus{Code: -1, Signal: signalName(ws.Signal())}
+		return ExitStatus{Code: -1, Signal: SignalName(ws.Signal())}
 	}
 	var st ExitStatus
 	st.Code = ps.ExitCode()
@@ -542,7 +542,9 @@ var signalNames = map[syscall.Signal]string{
 	syscall.SIGSYS:  "SIGSYS",
 }
 
-func signalName(s syscall.Signal) string {
+// SignalName names s the way events and journals write it: "SIGTERM" for
+// syscall.SIGTERM, and "signal N" for a signal without a conventional name.
+func SignalName(s syscall.Signal) string {
 	if n, ok := signalNames[s]; ok {
 		return n
 	}
