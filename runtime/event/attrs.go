@@ -39,7 +39,9 @@ type AttrInfo struct {
 // steps, cache reasons, error codes, injection signals).
 func transports() []string { return []string{"stdio", "http", "sse"} }
 func policies() []string   { return []string{"relentless", "once", "bounded", "never"} }
-func restartWhy() []string { return []string{"init-failure", "transport-exit", "probe-failure"} }
+func restartWhy() []string {
+	return []string{"init-failure", "transport-exit", "probe-failure", "idle-probe-failure"}
+}
 func stopReasons() []string {
 	return []string{"disconnect", "reload", "runtime closed", "session closed", "idle"}
 }
@@ -187,7 +189,7 @@ func kindAttrs() map[Kind][]AttrInfo {
 			Meaning: "stdio: stdin-closed, then SIGTERM, then SIGKILL (to the process group); remote (pid 0): session-close, then sockets-closed"}},
 		ProcessExited: {
 			{Name: "status", Type: TypeString, Values: []string{"running"}, Formats: []string{"exit status <code>", "killed by <signal name, e.g. SIGKILL>", "<wait error>"},
-				Meaning: "how the process ended; \"running\" when the connection ended before the process did"},
+				Meaning: "how the process ended; \"running\" when it was not reaped within the stop's bounds"},
 			{Name: "planned", Type: TypeBool, Meaning: "true when the runtime stopped the server on purpose"},
 		},
 		GateOpened: {{Name: "servers", Type: TypeInt, Meaning: "servers the gate waits on"}},
@@ -201,7 +203,7 @@ func kindAttrs() map[Kind][]AttrInfo {
 			Meaning: "connection lost (no grace window), grace window expired, restart gave up, or the stop that removed them: server.disconnect, reload, shutdown (runtime closed), session.close of a private server, idle stop"}},
 		ToolsCollision: {{Name: "winner", Type: TypeString, Meaning: "the visible tool, as \"<server>/<raw tool name>\"; the pair sorting first wins"}},
 		RestartScheduled: {{Name: "reason", Type: TypeString, Values: restartWhy(),
-			Meaning: "init-failure: the connect failed; transport-exit: the connection dropped; probe-failure: a health probe failed after a tool timeout"}},
+			Meaning: "init-failure: the connect failed; transport-exit: the connection dropped; probe-failure: a health probe failed after a tool timeout; idle-probe-failure: an idle health probe (probe.idle_started) failed"}},
 		RestartAttempt:   {{Name: "reason", Type: TypeString, Values: restartWhy(), Meaning: "as in restart.scheduled"}},
 		RestartFailed:    {{Name: "reason", Type: TypeString, Values: restartWhy(), Meaning: "as in restart.scheduled"}},
 		RestartSucceeded: {{Name: "reason", Type: TypeString, Values: restartWhy(), Meaning: "as in restart.scheduled"}},

@@ -159,7 +159,7 @@ func Kinds() []KindInfo {
 		{ToolInjectionSignal, "a tool result contains prompt-injection phrases (advisory)", "tool, signals"},
 
 		{ElicitationAnswered, "the server asked the host for input (elicitation/create) and the server's elicitation handler answered: accept with the requested schema's defaults, or decline when a required field has no default", "mode, action, fields, reason"},
-		{ProbeStarted, "a health probe step began after a tool timeout; its timeout is armed", "method, timeout_ms"},
+		{ProbeStarted, "a health probe step began after a tool timeout or in an idle probe (probe.idle_started); its timeout is armed", "method, timeout_ms"},
 		{ProbeFinished, "a health probe ended", "healthy, method, error"},
 		{ProbePingUnsupported, "the server answered ping with method-not-found; tools/list is used from now on", ""},
 
@@ -183,7 +183,9 @@ func Kinds() []KindInfo {
 		// Remote servers: kind_remote.go.
 		remoteKinds(),
 		// Host-side handlers: kind_handlers.go.
-		handlerKinds())
+		handlerKinds(),
+		// The idle health probe and retries the host asks for: kind_idle.go.
+		idleKinds())
 }
 
 // CheckDocumented reports an error when e's kind is not in the vocabulary,

@@ -85,6 +85,7 @@ func (s *server) readyConn(ctx context.Context) (*connection, error) {
 // ci names the call in events; its tool.call_started is emitted once the
 // call's watchdog is armed.
 func (s *server) callTool(ctx context.Context, name string, args any, ci *callInfo) (*mcp.CallToolResult, error) {
+	defer s.idleProbe.busy()() // idleprobe.go: no idle probe while a call runs
 	ctx, mark := s.sessions.markCall(ctx)
 	res, err, timedOutOn := s.callOnce(ctx, name, args, ci, true)
 	switch {

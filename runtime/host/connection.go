@@ -95,9 +95,6 @@ func (c *connection) watch() {
 	c.ended = true
 	c.mu.Unlock()
 	c.cancel(fmt.Errorf("%w: %w", ErrConnectionLost, cause))
-	if c.proc != nil {
-		c.srv.rt.events.Emit(c.srv.name, event.ProcessExited, event.Int("pid", c.proc.PID()), event.String("status", procStatus(c.proc)), event.Bool("planned", planned))
-	}
 	if !planned {
 		c.srv.connectionLost(c, cause)
 	} else {
@@ -107,6 +104,7 @@ func (c *connection) watch() {
 	closeSession(c.cs)
 	if c.proc != nil {
 		c.proc.Stop(c.srv.ctx, c.srv.rt.stopGrace(), c.srv.stopObserver(c.proc))
+		c.srv.rt.events.Emit(c.srv.name, event.ProcessExited, event.Int("pid", c.proc.PID()), event.String("status", procStatus(c.proc)), event.Bool("planned", planned)) // once reaped: the status as it was (issue 31)
 	}
 	if !waited {
 		<-ended

@@ -49,6 +49,8 @@
 //   - supervisor.go: the restart supervisor (backoff, the restart loop, what
 //     a timed-out call gets)
 //   - probe.go: the health probe and its gate
+//   - idleprobe.go: the optional idle health probe and RetryNow (a
+//     backoff wait cut short)
 //   - call.go: tool calls, their timeouts and errors
 //   - listchanged.go: notifications/tools/list_changed and refreshes
 //   - stats.go: the connect concurrency gauge

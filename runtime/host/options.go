@@ -82,6 +82,12 @@ type Options struct {
 	ToolTimeout time.Duration
 	// ProbeTimeout bounds each step of the health probe (3 s).
 	ProbeTimeout time.Duration
+	// IdleProbeInterval, when positive, probes every connected server that
+	// has no tool call in flight this often, on the clock (ping, then
+	// tools/list, each bounded by ProbeTimeout), so that a server wedged
+	// while idle is found and restarted (reason idle-probe-failure) before
+	// a call meets it. Zero, the default, never probes an idle server.
+	IdleProbeInterval time.Duration
 	// UnregisterGrace keeps a dropped server's tools registered this long
 	// (5 s) so a quick reconnect does not make them flap.
 	UnregisterGrace time.Duration

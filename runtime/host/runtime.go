@@ -71,6 +71,7 @@ func New(opts Options) (*Runtime, error) {
 		rt.cache = toolcache.New(opts.CacheDir, opts.Clock)
 	}
 	rt.discover()
+	rt.startIdleProbe() // idleprobe.go; off unless IdleProbeInterval > 0
 	return rt, nil
 }
 

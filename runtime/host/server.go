@@ -66,6 +66,7 @@ type server struct {
 	// progressEnded lists the tokens of ended calls, oldest first.
 	progressEnded []string
 	lists         listState // handlers_lists.go
+	idleProbe     idleState // idleprobe.go: calls in flight, RetryNow
 }
 
 func newServer(rt *Runtime, cfg *config.Server) (*server, error) {

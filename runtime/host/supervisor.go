@@ -152,6 +152,8 @@ func (s *server) restartLoop(reason string, old *connection) {
 			"attempt", attempt, "reason", reason, "delay", delay)
 		select {
 		case <-timer.C():
+		case <-s.idleProbe.retryC(): // RetryNow (idleprobe.go)
+			timer.Stop()
 		case <-s.ctx.Done():
 			timer.Stop()
 			s.endLoop()
