@@ -119,7 +119,8 @@ func Kinds() []KindInfo {
 		{ConfigUnresolved, "a header or env value could not be resolved and was dropped", "field, key, message"},
 
 		{ServerConnecting, "a connect attempt began (initialize + tools/list); its timeout is armed", "transport, attempt, timeout_ms"},
-		{ServerConnected, "the handshake and tool listing succeeded and the connection is installed", "transport, attempt, tools, protocol"},
+		{ServerConnected, "the handshake (in the stateless 2026-07-28 era: server/discover) and tool listing succeeded and the connection is installed; protocol names the connection's era", "transport, attempt, tools, protocol"},
+		eraKind(), // kind_era.go
 		{ServerFailed, "a connect attempt failed", "transport, error, stderr"},
 		{ServerDisconnected, "the server was disconnected on purpose", "reason"},
 		{ServerDisabled, "the server is disabled in config and is not connected", "file"},

@@ -10,6 +10,7 @@ import (
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/proc"
 	"github.com/mcplife/mcplife/runtime/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -43,21 +44,58 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	s.emit(event.ServerConnecting, event.String("transport", transportName), event.Int("attempt", attempt),
 		event.Millis("timeout_ms", max(connectTimeout, 0)))
 
+	// One try per protocol era at most (era.go): a try that meets the
+	// other era's server ends early and the next asks for its version.
+	version, pinned := s.protocolRequest()
+	for try := 0; ; try++ {
+		c, tools, next, reason, err := rt.connectTry(cctx, s, resolved, gen, version, pinned, try > 0)
+		if next == "" {
+			return c, tools, err
+		}
+		s.mu.Lock()
+		s.learnedProtocol = next
+		s.mu.Unlock()
+		s.emit(event.ServerProtocolFallback, event.String("protocol", next), event.String("reason", reason))
+		version = next
+	}
+}
+
+// connectTry is one try of a connect attempt, asking for protocol version:
+// dial, handshake (or server/discover), list tools. When the server is of
+// the other era it returns the version to try next and why (fallbackFor),
+// having stopped what it started, unless it is the last try.
+func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.Resolved, gen int, version string, pinned, last bool) (_ *connection, _ []*mcp.Tool, next, reason string, _ error) {
+	// The try's own context: the exit of its process ends its handshake,
+	// not the attempt (a fallback goes on after it).
+	tctx, tcancel := context.WithCancelCause(cctx)
+	defer tcancel(nil)
 	var p *proc.Process
 	sockets := &socketSet{}
 	rc := s.sessions.newConn(resolved)
-	transport, err := rt.dial(cctx, s, resolved, &p, sockets, rc)
+	transport, err := rt.dial(tctx, s, resolved, &p, sockets, rc)
 	if err == nil {
 		transport = s.strayGuard(transport)
 	}
 	if err != nil {
-		return nil, nil, rt.connectFailed(s, failedAttempt{ctx: cctx, err: err, proc: p, remote: rc})
+		return nil, nil, "", "", rt.connectFailed(s, failedAttempt{ctx: tctx, err: err, proc: p, remote: rc})
+	}
+	stray, _ := transport.(*strayTransport) // before the discover watch wraps it
+	// hctx is the handshake's context: a server/discover left unanswered
+	// past the probe timeout ends it (discoverWatch, stdio only: over HTTP
+	// the status of the reply tells the eras apart).
+	hctx, hcancel := context.WithCancelCause(tctx)
+	defer hcancel(nil)
+	var dw *discoverWatch
+	if p != nil && IsModern(version) && !last {
+		dw = &discoverWatch{inner: transport, clock: rt.clock, timeout: rt.opts.ProbeTimeout,
+			expire: func() { hcancel(errDiscoverUnanswered) }}
+		transport = dw
 	}
 	if p != nil {
 		// An immediate exit of the child ends the handshake at once instead
 		// of at the connect timeout.
 		stop := watchExit(p, func(st proc.ExitStatus) {
-			cancel()
+			tcancel(nil)
 		})
 		defer stop()
 	}
@@ -69,31 +107,43 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	if rc != nil {
 		rc.conn = c
 	}
-	c.stray, _ = transport.(*strayTransport)
+	c.stray = stray
 	client := s.newClient(c) // handlers_client.go
 	c.client = client
-	version := rt.opts.ProtocolVersion
-	if s.cfg.ProtocolVersion != "" {
-		version = s.cfg.ProtocolVersion
-	}
-	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := client.Connect(hctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	expired := dw != nil && dw.stop()
 	if err != nil {
 		sockets.closeAll()
-		return nil, nil, rt.connectFailed(s, failedAttempt{ctx: cctx, err: err, proc: p, stray: c.stray, remote: rc})
+		if next, reason := fallbackFor(version, pinned, expired, err); next != "" && !last && s.ctx.Err() == nil && cctx.Err() == nil {
+			rt.endTry(s, p)
+			return nil, nil, next, reason, nil
+		}
+		return nil, nil, "", "", rt.connectFailed(s, failedAttempt{ctx: tctx, err: err, proc: p, stray: c.stray, remote: rc})
 	}
 	c.cs = cs
-	tools, err := s.listTools(cctx, cs)
+	tools, err := s.listTools(tctx, cs)
 	if err != nil {
 		sockets.closeAll()
 		closeSession(cs)
-		return nil, nil, rt.connectFailed(s, failedAttempt{ctx: cctx, err: err, proc: p, stray: c.stray, remote: rc})
+		return nil, nil, "", "", rt.connectFailed(s, failedAttempt{ctx: tctx, err: err, proc: p, stray: c.stray, remote: rc})
 	}
 	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
 	rt.goRun(c.watch)
 	if ir := cs.InitializeResult(); ir != nil {
 		c.protocol = ir.ProtocolVersion
 	}
-	return c, tools, nil
+	return c, tools, "", "", nil
+}
+
+// endTry stops the process of a try that ends in a fallback: a planned
+// stop, since the runtime goes on with a new process (a server that
+// ignored a request may be in an undefined state).
+func (rt *Runtime) endTry(s *server, p *proc.Process) {
+	if p == nil {
+		return
+	}
+	p.Stop(s.ctx, rt.stopGrace(), s.stopObserver(p))
+	rt.events.Emit(s.name, event.ProcessExited, event.Int("pid", p.PID()), event.String("status", procStatus(p)), event.Bool("planned", true))
 }
 
 // watchExit calls f when p exits, until stop is called.
@@ -178,7 +228,8 @@ func (rt *Runtime) connectFailed(s *server, a failedAttempt) error {
 //     that followed the failure): the same words whichever of the exit and
 //     the closed pipe the runtime saw first, and never the runtime's own
 //     cancellation of the handshake that the exit caused;
-//   - the attempt context's cause;
+//   - the attempt context's cause, unless the server answered with a
+//     JSON-RPC error;
 //   - the error itself.
 //
 // What a remote server's HTTP layer saw is added by the session strategy
@@ -191,7 +242,9 @@ func (a failedAttempt) cause(exitedByItself bool) error {
 		err = fmt.Errorf("%w (%v)", context.Cause(a.ctx), err)
 	} else if exitedByItself {
 		err = exitedError(a.proc, err)
-	} else if cause := context.Cause(a.ctx); cause != nil && a.ctx.Err() != nil {
+	} else if cause := context.Cause(a.ctx); cause != nil && a.ctx.Err() != nil && !errors.As(err, new(*jsonrpc.Error)) {
+		// A JSON-RPC error is the server's own answer (a refused
+		// initialize): the exit that followed it does not hide it.
 		err = cause
 	}
 	return stdoutCause(a.proc, err)

@@ -44,6 +44,8 @@
 //   - server.go: its state, tool publication, the grace window, close, status
 //   - connect.go: one connect attempt (resolve, dial, handshake, tools/list)
 //     and naming why it failed
+//   - era.go: the two protocol eras: the version a connect asks first, the
+//     fallback to the other era, the bound on server/discover
 //   - toollist.go: tools/list at connect, within the limits
 //   - connection.go: a live connection, its watch and its close
 //   - supervisor.go: the restart supervisor (backoff, the restart loop, what

@@ -109,9 +109,12 @@ func TestFixtureServerRequestFlood(t *testing.T) {
 	}
 	f := e.await(m(event.ServerFailed, "flood"))
 	msg, _ := f.Get("error")
-	want := fmt.Sprintf(`calling "initialize": the server sent more than %d requests to the client without waiting for their answers (the last "ping"); the connection is closed`, MaxServerRequests)
-	if !strings.HasPrefix(msg, want) {
-		t.Errorf("server.failed error %q, want it to start with %q", msg, want)
+	// The first request is server/discover (a stdio server is asked
+	// 2026-07-28 first, era.go): the flood ends the connection during it,
+	// and the attempt fails with the read failure.
+	want := fmt.Sprintf(`the server sent more than %d requests to the client without waiting for their answers (the last "ping"); the connection is closed`, MaxServerRequests)
+	if !strings.Contains(msg, want) {
+		t.Errorf("server.failed error %q, want it to contain %q", msg, want)
 	}
 	res, err := sess.CallTool(t.Context(), "mcp_ok_echo", map[string]any{"text": "still here"})
 	if err != nil || res.IsError || !strings.Contains(res.Text, "still here") {

@@ -74,8 +74,12 @@ type Options struct {
 	// have no cache register their tools when they arrive, instead of holding
 	// session start until they settle (seed 000's default).
 	LateRegistration bool
-	// ProtocolVersion is the MCP protocol version requested by default
-	// (2025-11-25); a server's protocolVersion overrides it.
+	// ProtocolVersion is the MCP protocol version requested first; a
+	// server's protocolVersion overrides it. Unset, stdio servers are asked
+	// 2026-07-28 (server/discover; a handshake-era server gets initialize
+	// in the same process, or in a new one when it ignores discover) and
+	// http and sse servers 2025-11-25; a modern-only server that refuses
+	// initialize is asked 2026-07-28 (docs/LIFECYCLE.md, "Protocol eras").
 	ProtocolVersion string
 	// ToolTimeout is the default per-call timeout when a server sets none
 	// (5 min).
@@ -165,9 +169,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StartupGate == 0 {
 		o.StartupGate = DefaultStartupGate
-	}
-	if o.ProtocolVersion == "" {
-		o.ProtocolVersion = DefaultProtocolVersion
 	}
 	if o.ToolTimeout == 0 {
 		o.ToolTimeout = DefaultToolTimeout

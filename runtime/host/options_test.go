@@ -159,7 +159,7 @@ func TestOptionsDefaults(t *testing.T) {
 		{"EventLimit", z.EventLimit, DefaultEventLimit},
 		{"ConnectConcurrency", z.ConnectConcurrency, DefaultConnectConcurrency},
 		{"StartupGate", z.StartupGate, DefaultStartupGate},
-		{"ProtocolVersion", z.ProtocolVersion, DefaultProtocolVersion},
+		{"ProtocolVersion", z.ProtocolVersion, ""}, // per transport (era.go)
 		{"ToolTimeout", z.ToolTimeout, DefaultToolTimeout},
 		{"ProbeTimeout", z.ProbeTimeout, DefaultProbeTimeout},
 		{"UnregisterGrace", z.UnregisterGrace, DefaultUnregisterGrace},

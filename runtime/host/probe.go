@@ -21,7 +21,9 @@ type probeRun struct {
 // probe checks whether the server behind c still answers: ping with the probe
 // timeout and, when ping fails, tools/list with the probe timeout. Either
 // success means healthy. A server that answers ping with method-not-found is
-// remembered as ping-less and probed with tools/list from then on.
+// remembered as ping-less and probed with tools/list from then on. A
+// connection of the stateless era (2026-07-28, era.go) has no ping: it is
+// probed with tools/list alone.
 func (s *server) probe(ctx context.Context, c *connection) bool {
 	s.mu.Lock()
 	if p := s.probing; p != nil && p.conn == c {
@@ -35,7 +37,7 @@ func (s *server) probe(ctx context.Context, c *connection) bool {
 	}
 	p := &probeRun{conn: c, done: make(chan struct{})}
 	s.probing = p
-	pingless := s.pingless || s.cfg.Probe == config.ProbeToolsList
+	pingless := s.pingless || s.cfg.Probe == config.ProbeToolsList || IsModern(c.protocol)
 	s.mu.Unlock()
 
 	p.healthy = s.runProbe(c, pingless)

@@ -440,6 +440,7 @@ func (s *server) status() ServerStatus {
 	}
 	if s.conn != nil {
 		st.ConnectedSince = s.connectedAt
+		st.Protocol = s.conn.protocol
 		if s.conn.proc != nil {
 			st.PID = s.conn.proc.PID()
 			st.Stderr = s.conn.proc.StderrTail()

@@ -32,6 +32,9 @@ type ServerStatus struct {
 	Error string `json:"error,omitempty"`
 	// Stderr is the tail of the server's stderr.
 	Stderr string `json:"stderr,omitempty"`
+	// Protocol is the current connection's negotiated protocol version;
+	// 2026-07-28 and later is the stateless era (no handshake).
+	Protocol string `json:"protocol,omitempty"`
 	// ConnectedSince is when the current connection was made.
 	ConnectedSince time.Time     `json:"connectedSince,omitzero"`
 	Source         config.Source `json:"source"`

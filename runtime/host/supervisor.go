@@ -23,6 +23,9 @@ type supervisor struct {
 	stable     clock.Timer // armed at each connect, resets step
 	probing    *probeRun   // the probe running, if any (probe.go)
 	pingless   bool        // the server answered ping with method-not-found
+	// learnedProtocol is the version a protocol fallback found the server
+	// speaks (era.go); later attempts ask for it first.
+	learnedProtocol string
 }
 
 // afterTimeout decides what a call that hit its tool timeout on c gets: a
