@@ -29,6 +29,42 @@ var ErrNoMatch = errors.New("no scenario matches")
 // none of the selected scenarios (more shards than scenarios).
 var ErrEmptyShard = errors.New("the shard has no scenario")
 
+// DirError is returned by RunCatalog when RunOptions.Dir cannot be used:
+// it does not exist, is not a directory, cannot be read, holds a file
+// that is not a scenario, or holds no scenario at all. Err is the cause.
+type DirError struct {
+	Dir string
+	Err error
+}
+
+func (e *DirError) Error() string { return fmt.Sprintf("scenario directory %s: %v", e.Dir, e.Err) }
+
+func (e *DirError) Unwrap() error { return e.Err }
+
+// readDir lists the scenarios of dir, naming the real cause when it
+// cannot: "no such file or directory" for a missing dir, not "open .".
+func readDir(dir string) ([]Scenario, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &DirError{Dir: dir, Err: err}
+	}
+	if !st.IsDir() {
+		return nil, &DirError{Dir: dir, Err: errors.New("not a directory")}
+	}
+	list, err := ListFS(os.DirFS(dir))
+	if err != nil {
+		return nil, &DirError{Dir: dir, Err: err}
+	}
+	if len(list) == 0 {
+		return nil, &DirError{Dir: dir, Err: errors.New("holds no scenario file (NNN-slug.txtar)")}
+	}
+	return list, nil
+}
+
 // RunOptions configures RunCatalog.
 type RunOptions struct {
 	Options
@@ -98,10 +134,14 @@ type Report struct {
 func RunCatalog(ctx context.Context, ro RunOptions) (*Report, error) {
 	start := time.Now()
 	var catalog fs.FS = Catalog
+	var list []Scenario
+	var err error
 	if ro.Dir != "" {
 		catalog = os.DirFS(ro.Dir)
+		list, err = readDir(ro.Dir)
+	} else {
+		list, err = ListFS(catalog)
 	}
-	list, err := ListFS(catalog)
 	if err != nil {
 		return nil, err
 	}

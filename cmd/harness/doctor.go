@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,8 +36,14 @@ With -config, only the files given are read, as user-level config.
 
 -watch keeps the servers up after the table and streams their lifecycle
 events (exits, restarts, backoff, probes, tool list changes) until
-interrupted (Ctrl-C), then stops them all. -events FILE saves every
-lifecycle event for harness timeline FILE.
+interrupted (Ctrl-C), then stops them all. While watching, every connected
+server with no call in flight gets a health probe every -probe-interval
+(ping, then tools/list), so a server wedged while idle shows up and is
+restarted; probes that find it healthy are not shown. To retry a failed
+server now instead of at its next backoff slot (a server you just
+restarted), press Enter on the terminal, or send the harness SIGUSR1
+(kill -USR1 PID). -events FILE saves every lifecycle event for harness
+timeline FILE, creating its directory.
 
 Exit status: 0 when every server connected (or is disabled or blocked), 1
 when a server failed or was rejected or a config file is broken, 2 for bad
@@ -44,7 +52,8 @@ usage.
 flags:
 `
 
-// runDoctor implements `harness doctor`; SIGINT or SIGTERM ends -watch.
+// runDoctor implements `harness doctor`; SIGINT or SIGTERM ends -watch,
+// Enter on a terminal and SIGUSR1 retry the failed servers now.
 func runDoctor(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -53,11 +62,27 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	return runDoctorContext(ctx, args, stdout, stderr)
+	retry := make(chan os.Signal, 1)
+	signal.Notify(retry, syscall.SIGUSR1)
+	defer signal.Stop(retry)
+	var keys io.Reader
+	if st, err := os.Stdin.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+		keys = os.Stdin // a terminal: Enter retries
+	}
+	return runDoctorContext(ctx, args, doctorInput{keys: keys, retry: retry}, stdout, stderr)
 }
 
-// runDoctorContext is runDoctor with the context that ends -watch.
-func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// doctorInput is what asks harness doctor -watch to retry the failed
+// servers now: a line on keys (Enter on a terminal) or a signal on retry
+// (SIGUSR1). Either may be nil.
+type doctorInput struct {
+	keys  io.Reader
+	retry <-chan os.Signal
+}
+
+// runDoctorContext is runDoctor with the context that ends -watch and the
+// input that asks for retries.
+func runDoctorContext(ctx context.Context, args []string, in doctorInput, stdout, stderr io.Writer) int {
 	fs := newFlags("doctor", doctorUsage, stdout, stderr)
 	var files multiFlag
 	fs.Var(&files, "config", "check this config `FILE` instead of discovering (repeatable; earlier files win)")
@@ -70,6 +95,8 @@ func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writ
 	width := fs.Int("width", 0, "terminal width (default: $COLUMNS, else 100)")
 	stderrLines := fs.Int("stderr-lines", 5, "stderr lines shown for a failed server")
 	eventsFile := fs.String("events", "", "write every lifecycle event to `FILE` (JSON lines) when done, for harness timeline")
+	probeEvery := fs.Duration("probe-interval", 30*time.Second, "with -watch, health-probe every idle connected server this often, so a wedged one shows up (0: only after a tool timeout)")
+	probeTimeout := fs.Duration("probe-timeout", 0, "timeout of each health probe step (default: the runtime's, 3s)")
 	if code := fs.parse(args); code >= 0 {
 		return code
 	}
@@ -102,7 +129,10 @@ func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writ
 		}
 	}
 	opts := doctor.Options{Files: files, ProjectDir: *dir, HomeDir: homeDir, Trusted: *trust,
-		ConnectTimeout: *timeout, StderrLines: *stderrLines}
+		ConnectTimeout: *timeout, StderrLines: *stderrLines, ProbeTimeout: *probeTimeout}
+	if *watch && *probeEvery > 0 {
+		opts.IdleProbeInterval = *probeEvery
+	}
 	if !*asJSON {
 		fmt.Fprintln(stderr, "harness doctor: connecting the configured servers...")
 	}
@@ -130,9 +160,9 @@ func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writ
 		closeAll() // the teardown belongs in the trace
 		var b bytes.Buffer
 		if err := event.WriteJSONL(&b, d.Events()); err == nil {
-			err = os.WriteFile(*eventsFile, b.Bytes(), 0o644)
+			err = writeFileDirs(*eventsFile, b.Bytes())
 			if err != nil {
-				fmt.Fprintf(stderr, "harness doctor: -events: %v\n", err)
+				fmt.Fprintf(stderr, "harness doctor: -events: %s\n", textsafe.Line(err.Error()))
 				return 1
 			}
 		}
@@ -157,12 +187,57 @@ func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writ
 		return writeEvents(code)
 	}
 	if !*asJSON {
-		fmt.Fprintln(stdout, "watching lifecycle events; Ctrl-C stops every server and exits")
+		how := "Enter or SIGUSR1 retries failed servers now"
+		if in.keys == nil {
+			how = "SIGUSR1 retries failed servers now"
+		}
+		fmt.Fprintf(stdout, "watching lifecycle events; %s; Ctrl-C stops every server and exits\n", how)
 	}
 	var mu sync.Mutex
 	enc := json.NewEncoder(stdout)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Retries asked for by a key or a signal; the answer goes where the
+	// watch lines go (stderr with -json, which keeps stdout JSON).
+	asked := make(chan struct{}, 1)
+	ask := func() {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+	}
+	if in.keys != nil {
+		go func() {
+			sc := bufio.NewScanner(in.keys)
+			for sc.Scan() {
+				ask()
+			}
+		}()
+	}
+	retried := make(chan struct{})
+	go func() {
+		defer close(retried)
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-in.retry:
+			case <-asked:
+			}
+			names := d.RetryFailed()
+			msg := "retry: no server is waiting to retry"
+			if len(names) > 0 {
+				msg = "retry: retrying now: " + textsafe.Line(strings.Join(names, ", "))
+			}
+			mu.Lock()
+			if *asJSON {
+				fmt.Fprintf(stderr, "harness doctor: %s\n", msg)
+			} else {
+				fmt.Fprintln(stdout, msg)
+			}
+			mu.Unlock()
+		}
+	}()
 	d.Watch(wctx, func(e event.Event) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -176,6 +251,8 @@ func runDoctorContext(ctx context.Context, args []string, stdout, stderr io.Writ
 			cancel() // nobody reads the stream any more
 		}
 	})
+	cancel()
+	<-retried
 	if !*asJSON {
 		fmt.Fprintln(stdout, "stopping the servers")
 	}

@@ -111,7 +111,7 @@ func TestDoctorWatch(t *testing.T) {
 		}
 	}()
 	var errb strings.Builder
-	code := runDoctorContext(wctx, []string{"-watch", "-config", cfg}, pw, &errb)
+	code := runDoctorContext(wctx, []string{"-watch", "-config", cfg}, doctorInput{}, pw, &errb)
 	pw.Close()
 	<-read
 	stop()

@@ -37,6 +37,12 @@ func TestMain(m *testing.M) {
 		quietRaceExit()
 		os.Exit(fixture.Main())
 	}
+	// Copied to a file named harness (console_test.go), the binary is the
+	// harness CLI, as its own children (proxies) are.
+	if filepath.Base(os.Args[0]) == "harness" {
+		quietRaceExit()
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	switch os.Getenv(roleEnv) {
 	case "cli":
 		quietRaceExit()
@@ -226,6 +232,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", "-impl", "/nonexistent/driver"}, "cannot use driver"},
 		{[]string{"run", "-fixture", "/nonexistent/mcp-fixture"}, "-fixture: stat /nonexistent/mcp-fixture"},
 		{[]string{"run", "-fixture", "."}, "is not an executable file"},
+		{[]string{"run", "-dir", "/nonexistent/dir"}, "harness run: -dir: scenario directory /nonexistent/dir: no such file or directory"},
 		{[]string{"conformance", "-fixture", "/nonexistent/mcp-fixture"}, "-fixture: stat /nonexistent/mcp-fixture"},
 		{[]string{"list", "-x"}, "flag provided but not defined: -x"},
 		{[]string{"list", "-run", "^zzz"}, "no scenario matches"},

@@ -83,7 +83,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 	}
 	b, err := json.MarshalIndent(data, "", "  ")
 	if err == nil {
-		err = os.WriteFile(*out, append(b, '\n'), 0o644)
+		err = writeFileDirs(*out, append(b, '\n'))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "harness merge-reports: %v\n", err)

@@ -6,17 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/mcplife/mcplife/internal/mcpproxy"
+	"github.com/mcplife/mcplife/internal/textsafe"
 	"github.com/mcplife/mcplife/runtime/config"
+	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/host"
 	"github.com/mcplife/mcplife/scenarios/repro"
 )
@@ -25,18 +29,24 @@ const recordUsage = `usage: harness record -config FILE -o TRACE [-call SERVER:T
 
 Runs the servers of FILE (any config file format the runtime reads) through
 the reference runtime and records the session: the runtime's lifecycle
-events, the tool calls and their outcomes and, for every stdio server, the
-wire as seen by a proxy (harness proxy) put in front of it. The trace (JSON,
-format mcplife-trace/1, see docs/TESTING.md) goes to -o; harness repro turns
-it into a scenario.
+events, the tool calls and their outcomes and, for every server, the wire as
+seen by a proxy (harness proxy) put in front of it: a process for a stdio
+server, in this process for an http or sse server. The trace (JSON, format
+mcplife-trace/1, see docs/TESTING.md) goes to -o, its directory created if
+needed; harness repro turns it into a scenario.
 
-The session calls the tools given with -call, in order, then waits -linger;
-without -call it records until interrupted (Ctrl-C), printing the control
-endpoint of each proxy so that faults can be injected by hand meanwhile.
--fault installs a proxy rule (harness proxy -h) on a server's first launch
-through its control endpoint, once the session is open, so a restarted
-server comes up without it. Exit status: 0 when the trace was written, 1
-when recording failed, 2 for bad usage.
+Each proxy's control endpoint (URL and token) is printed on stderr, so that
+faults can be injected by hand meanwhile (harness proxy -h lists the rules);
+the trace keeps every rule change with its time, by hand or by -fault, from
+the proxies' journals. -fault installs a proxy rule on a server's first
+launch through its control endpoint once the session is open, so a
+restarted server comes up without it.
+
+The session calls the tools given with -call, in order, then records until
+-until's event has happened (if given), then for -linger. Without -call and
+-until it records until interrupted (Ctrl-C); Ctrl-C always ends it and the
+trace is written. Exit status: 0 when the trace was written, 1 when
+recording failed, 2 for bad usage.
 
 flags:
 `
@@ -48,8 +58,10 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "write the trace to `TRACE` (required)")
 	var calls, faults multiFlag
 	fs.Var(&calls, "call", "call a tool: `SERVER:TOOL[:JSON-ARGS]` (repeatable, in order)")
-	fs.Var(&faults, "fault", "install a proxy rule on a stdio server's first launch: `SERVER:RULE` (repeatable)")
+	fs.Var(&faults, "fault", "install a proxy rule on a server's first launch: `SERVER:RULE` (repeatable)")
 	linger := fs.Duration("linger", 0, "keep recording this long after the last call (restarts, idle exits)")
+	untilFlag := fs.String("until", "", "after the calls, record until an event like `'KIND [server=NAME] [ATTR=VALUE...]'` has happened, e.g. 'restart.succeeded server=fx'")
+	relaunch := fs.Duration("relaunch", 2*time.Second, "serve an http or sse server's proxy again this long after a rule made it exit, as a supervisor restarting the server would")
 	gate := fs.Duration("startup-gate", 30*time.Second, "how long session start waits for the servers to connect")
 	probe := fs.Duration("probe-timeout", host.DefaultProbeTimeout, "timeout of each health probe step")
 	jsonOut := fs.Bool("json", false, "print the summary as JSON")
@@ -59,6 +71,15 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	if *cfgFile == "" || *out == "" || fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "harness record: -config FILE and -o TRACE are required, and nothing else (harness record -h)\n")
 		return 2
+	}
+	var until *event.Matcher
+	if *untilFlag != "" {
+		m, err := parseUntil(*untilFlag)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness record: -until: %v\n", err)
+			return 2
+		}
+		until = &m
 	}
 	type callSpec struct {
 		server, tool string
@@ -113,8 +134,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	// Read the config as the runtime would, then put the proxy in front
-	// of every stdio server.
+	// Read the config as the runtime would, then put a proxy in front of
+	// every server.
 	res, err := config.Discover(config.Options{HomeDir: home, Files: []config.File{{Path: *cfgFile, Level: config.LevelUser}}})
 	if err != nil {
 		fmt.Fprintf(stderr, "harness record: %s: %v\n", *cfgFile, err)
@@ -131,6 +152,17 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	secrets := traceSecrets(res.Servers, os.LookupEnv)
 	tr := &repro.Trace{Format: repro.Format, Recorded: time.Now().UTC().Format(time.RFC3339), Config: *cfgFile, Servers: map[string]repro.Server{}}
 	inline := map[string]json.RawMessage{}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var logMu sync.Mutex
+	pctx, stopProxies := context.WithCancel(context.Background())
+	var fronts []chan struct{}
+	defer func() {
+		stopProxies()
+		for _, done := range fronts {
+			<-done
+		}
+	}()
 	for _, srv := range res.Servers {
 		var raw map[string]any
 		if err := json.Unmarshal(srv.Raw, &raw); err != nil {
@@ -148,6 +180,17 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 				"-control", "127.0.0.1:0", "-control-file", filepath.Join(work, srv.Name+".control"), "--", srv.Command}
 			raw["command"] = exe
 			raw["args"] = append(pargs, srv.Args...)
+		} else {
+			h := &httpFront{name: srv.Name, upstream: srv.URL, journal: filepath.Join(work, srv.Name+".journal"),
+				controlFile: filepath.Join(work, srv.Name+".control"), relaunch: *relaunch, log: stderr, logMu: &logMu}
+			done, err := h.start(pctx)
+			if err != nil {
+				fmt.Fprintf(stderr, "harness record: %s: %s\n", *cfgFile, textsafe.Line(err.Error()))
+				return 1
+			}
+			fronts = append(fronts, done)
+			ts.Proxied = true
+			raw["url"] = h.url
 		}
 		tr.Servers[srv.Name] = ts
 		b, _ := json.Marshal(raw)
@@ -155,13 +198,13 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, f := range fspecs {
 		if s, ok := tr.Servers[f.server]; !ok || !s.Proxied {
-			fmt.Fprintf(stderr, "harness record: -fault %s: no stdio server of that name in %s\n", f.server, *cfgFile)
+			fmt.Fprintf(stderr, "harness record: -fault %s: no server of that name in %s\n", f.server, *cfgFile)
 			return 2
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// The events' clock starts in host.New: fault times count from here.
+	start := time.Now()
 	rt, err := host.New(host.Options{
 		Discovery:    config.Options{HomeDir: home, Inline: inline},
 		Trusted:      true,
@@ -173,7 +216,6 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "harness record: %v\n", err)
 		return 1
 	}
-	start := time.Now()
 	sess, err := rt.OpenSession(ctx, host.SessionOptions{Name: "s1"})
 	if err != nil {
 		_ = rt.Close(context.Background())
@@ -181,12 +223,49 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	rep := sess.StartReport()
-	fmt.Fprintf(stderr, "harness record: session open: ready %s; failed %s\n", list(rep.Ready), list(rep.Failed))
+	logMu.Lock()
+	fmt.Fprintf(stderr, "harness record: session open: ready %s; failed %s\n", textsafe.Line(list(rep.Ready)), textsafe.Line(list(rep.Failed)))
+	for _, name := range slices.Sorted(maps.Keys(tr.Servers)) {
+		if ctl, err := mcpproxy.ReadControlFile(filepath.Join(work, name+".control")); err == nil {
+			fmt.Fprintf(stderr, "harness record: %s: proxy control %s token %s\n", textsafe.Line(name), ctl.URL, ctl.Token)
+		}
+	}
+	logMu.Unlock()
+	// A stdio server's proxy draws a new control endpoint at every launch:
+	// announce it when the runtime restarted the server.
+	stdioServers := map[string]bool{}
+	for name, ts := range tr.Servers {
+		stdioServers[name] = ts.Transport == string(config.Stdio)
+	}
+	sub, unsub := rt.Events().Subscribe(1024)
+	announced := make(chan struct{})
+	go func() {
+		defer close(announced)
+		for e := range sub {
+			if e.Kind != event.ServerConnected || !stdioServers[e.Server] {
+				continue
+			}
+			if a, _ := e.Get("attempt"); a == "0" {
+				continue
+			}
+			if ctl, err := mcpproxy.ReadControlFile(filepath.Join(work, e.Server+".control")); err == nil {
+				logMu.Lock()
+				fmt.Fprintf(stderr, "harness record: %s: relaunched (attempt %s): proxy control %s token %s\n", textsafe.Line(e.Server), attrOf(e, "attempt"), ctl.URL, ctl.Token)
+				logMu.Unlock()
+			}
+		}
+	}()
+	stopAnnouncing := sync.OnceFunc(func() {
+		unsub()
+		<-announced
+	})
+	defer stopAnnouncing()
+	own := map[string][]string{}
 	for _, f := range fspecs {
 		if err := installFault(ctx, filepath.Join(work, f.server+".control"), f.rule); err != nil {
-			fmt.Fprintf(stderr, "harness record: -fault %s: %v\n", f.server, err)
+			fmt.Fprintf(stderr, "harness record: -fault %s: %s\n", f.server, textsafe.Line(err.Error()))
 		} else {
-			tr.Faults = append(tr.Faults, repro.Fault{Server: f.server, Rule: f.rule, AtMS: time.Since(start).Milliseconds()})
+			own[f.server] = append(own[f.server], f.rule)
 		}
 	}
 	for i, cs := range specs {
@@ -228,17 +307,15 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s %s %s: %s%s (%dms)\n", id, cs.server, cs.tool, c.Outcome, codeSuffixCLI(c.Code), c.EndMS-c.StartMS)
 		}
 	}
-	if len(specs) == 0 {
-		for name, s := range tr.Servers {
-			if s.Proxied {
-				if ctl, err := mcpproxy.ReadControlFile(filepath.Join(work, name+".control")); err == nil {
-					fmt.Fprintf(stderr, "harness record: %s: proxy control %s token %s\n", name, ctl.URL, ctl.Token)
-				}
-			}
-		}
+	switch {
+	case until != nil:
+		fmt.Fprintf(stderr, "harness record: recording until %s; interrupt (Ctrl-C) to stop\n", textsafe.Line(until.String()))
+		_, _ = rt.Events().Await(ctx, 0, *until)
+	case len(specs) == 0:
 		fmt.Fprintf(stderr, "harness record: recording; interrupt (Ctrl-C) to stop\n")
 		<-ctx.Done()
-	} else if *linger > 0 {
+	}
+	if *linger > 0 && ctx.Err() == nil {
 		t := time.NewTimer(*linger)
 		select {
 		case <-t.C:
@@ -252,22 +329,26 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	if err := rt.Close(cctx); err != nil {
 		fmt.Fprintf(stderr, "harness record: closing the runtime: %v\n", err)
 	}
+	stopAnnouncing()
+	stopProxies()
+	for _, done := range fronts {
+		<-done
+	}
+	fronts = nil
 	tr.Events = rt.Events().Events()
 	tr.Journals = map[string][]json.RawMessage{}
-	for name, s := range tr.Servers {
-		if !s.Proxied {
+	for _, name := range slices.Sorted(maps.Keys(tr.Servers)) {
+		if !tr.Servers[name].Proxied {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(work, name+".journal"))
-		if err != nil {
-			continue
+		lines, truncated := readJournalLines(filepath.Join(work, name+".journal"))
+		if truncated {
+			fmt.Fprintf(stderr, "harness record: %s: the proxy's journal is longer than %d MiB; the trace keeps its start\n", textsafe.Line(name), maxJournalBytes>>20)
 		}
-		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			if json.Valid([]byte(line)) {
-				tr.Journals[name] = append(tr.Journals[name], json.RawMessage(line))
-			}
-		}
+		tr.Journals[name] = lines
+		tr.Faults = append(tr.Faults, faultsFromJournal(name, lines, start, own[name])...)
 	}
+	slices.SortStableFunc(tr.Faults, func(a, b repro.Fault) int { return int(a.AtMS - b.AtMS) })
 	if tr, err = redactTrace(tr, secrets); err != nil {
 		fmt.Fprintf(stderr, "harness record: %v\n", err)
 		return 1
@@ -292,7 +373,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(map[string]any{"trace": *out, "events": len(tr.Events), "calls": tr.Calls, "faults": tr.Faults})
 	} else {
-		fmt.Fprintf(stdout, "trace %s: %d events, %d calls; next: harness repro %s\n", *out, len(tr.Events), len(tr.Calls), *out)
+		fmt.Fprintf(stdout, "trace %s: %d events, %d calls, %d rule changes; next: harness repro %s\n", *out, len(tr.Events), len(tr.Calls), len(tr.Faults), *out)
 	}
 	return 0
 }
@@ -329,6 +410,11 @@ func installFault(ctx context.Context, controlFile, rule string) error {
 		return fmt.Errorf("control endpoint: %s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
 	return nil
+}
+
+func attrOf(e event.Event, k string) string {
+	v, _ := e.Get(k)
+	return v
 }
 
 func list(xs []string) string {

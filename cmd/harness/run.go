@@ -124,6 +124,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	rep, err := scenarios.RunCatalog(ctx, ro)
 	if err != nil {
 		var ve *driver.VersionError
+		var de *scenarios.DirError
 		switch {
 		case errors.Is(err, scenarios.ErrEmptyShard):
 			fmt.Fprintf(stdout, "shard %s has no scenario (more shards than scenarios)\n", sh)
@@ -134,6 +135,8 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 				}
 			}
 			return 0
+		case errors.As(err, &de):
+			fmt.Fprintf(stderr, "harness run: -dir: %s\n", oneLine(err))
 		case errors.Is(err, scenarios.ErrNoMatch):
 			fmt.Fprintf(stderr, "harness run: no scenario matches -run %q (harness list shows them)\n", *runPattern)
 		case errors.As(err, &ve):
@@ -262,7 +265,7 @@ func writeJSONReport(file string, rep *scenarios.Report) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(file, append(b, '\n'), 0o644)
+	return writeFileDirs(file, append(b, '\n'))
 }
 
 // JUnit XML, as read by CI systems.
@@ -337,5 +340,5 @@ func writeJUnitReport(file string, rep *scenarios.Report) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(file, append([]byte(xml.Header), append(b, '\n')...), 0o644)
+	return writeFileDirs(file, append([]byte(xml.Header), append(b, '\n')...))
 }

@@ -99,7 +99,7 @@ func runTimeline(args []string, stdout, stderr io.Writer) int {
 			if dest == "-" {
 				_, err = stdout.Write(b.Bytes())
 			} else {
-				err = os.WriteFile(dest, b.Bytes(), 0o644)
+				err = writeFileDirs(dest, b.Bytes())
 			}
 		}
 		if err != nil {

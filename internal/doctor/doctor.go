@@ -54,6 +54,14 @@ type Options struct {
 	StderrLines int
 	// Logger receives the runtime's logs; nil discards them.
 	Logger *slog.Logger
+	// IdleProbeInterval, when positive, health-probes every connected
+	// server with no call in flight this often (host.Options), so that a
+	// server wedged while idle shows up in Watch; harness doctor -watch
+	// sets it. Zero probes only after a tool timeout.
+	IdleProbeInterval time.Duration
+	// ProbeTimeout bounds each step of a health probe; zero means the
+	// runtime's default (3 s).
+	ProbeTimeout time.Duration
 }
 
 // Report is what doctor found. Its JSON form is the -json output.
@@ -198,7 +206,9 @@ func Start(ctx context.Context, opts Options) (*Doctor, error) {
 		Logger:     opts.Logger,
 		ClientName: "mcplife-doctor",
 		// Wait for every server: no cache, no late registration.
-		StartupGate: -1,
+		StartupGate:       -1,
+		IdleProbeInterval: opts.IdleProbeInterval,
+		ProbeTimeout:      opts.ProbeTimeout,
 	})
 	if err != nil {
 		unsub()
@@ -224,8 +234,11 @@ func (d *Doctor) Report() *Report {
 }
 
 // Watch calls f with every lifecycle event that follows the last Report,
-// as it happens, until ctx is done.
+// as it happens, until ctx is done. Idle health probes that find a server
+// healthy are left out (they come every IdleProbeInterval); a failed one
+// is streamed with what follows it.
 func (d *Doctor) Watch(ctx context.Context, f func(event.Event)) {
+	idle := map[string]bool{} // servers whose idle probe runs
 	for {
 		select {
 		case <-ctx.Done():
@@ -234,11 +247,49 @@ func (d *Doctor) Watch(ctx context.Context, f func(event.Event)) {
 			if !ok {
 				return
 			}
-			if e.Seq > d.last && Watched(e.Kind) {
+			// The idle probes are followed from the first event on, the
+			// report's included, so one that began before it stays quiet.
+			show := e.Seq > d.last && Watched(e.Kind)
+			switch e.Kind {
+			case event.ProbeIdleScheduled:
+				show = false
+			case event.ProbeIdleStarted:
+				idle[e.Server] = true
+				show = false
+			case event.ProbeStarted:
+				show = show && !idle[e.Server]
+			case event.ProbeFinished:
+				if idle[e.Server] {
+					h, _ := e.Get("healthy")
+					m, _ := e.Get("method")
+					if h == "true" || m == "tools/list" {
+						delete(idle, e.Server)
+					}
+					show = show && h != "true"
+				}
+			}
+			if show {
 				f(e)
 			}
 		}
 	}
+}
+
+// RetryFailed ends the backoff wait of every server that is waiting to
+// retry (host.Runtime.RetryNow), so it reconnects now: the user knows the
+// server is back. It returns the servers it retried, sorted.
+func (d *Doctor) RetryFailed() []string {
+	var out []string
+	for _, st := range d.rt.Status() {
+		switch st.State {
+		case host.StateConnected, host.StateDisabled, host.StateBlocked:
+			continue
+		}
+		if d.rt.RetryNow(st.Name) == nil {
+			out = append(out, st.Name)
+		}
+	}
+	return out
 }
 
 // Watched reports whether Watch streams events of kind k: server,

@@ -84,8 +84,13 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 		b.WriteString(cut(strings.TrimRight(line, " "), width) + "\n")
 	}
 	detail := func(label, text string) {
-		line := "  " + textsafe.Line(label) + " " + textsafe.Line(strings.ReplaceAll(text, "\n", " "))
-		b.WriteString(cut(line, width) + "\n")
+		b.WriteString(cut("  "+textsafe.Line(label)+" "+textsafe.Line(strings.ReplaceAll(text, "\n", " ")), width) + "\n")
+	}
+	// A server's error keeps its end, where an error chain names the cause.
+	errorDetail := func(label, text string) {
+		head := "  " + label + " "
+		text = textsafe.Line(strings.ReplaceAll(text, "\n", " "))
+		b.WriteString(head + cutKeepEnd(text, width-utf8.RuneCountInString(head)) + "\n")
 	}
 	row("SERVER", "STATUS", "TYPE", "TOOLS", "CONNECT", "TRUST", "SOURCE")
 	counts := map[string]int{}
@@ -118,9 +123,9 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 		row(s.Name, s.Status, typ, tools, conn, trust, src)
 		switch {
 		case s.Error != "" && s.Status == StatusOK:
-			detail("note:", s.Error)
+			errorDetail("note:", s.Error)
 		case s.Error != "" && s.Status != StatusInvalid:
-			detail("error:", s.Error)
+			errorDetail("error:", s.Error)
 		}
 		for _, l := range s.Stderr {
 			detail("stderr|", l)
@@ -166,24 +171,51 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 }
 
 // WatchLine formats a lifecycle event for -watch: offset, kind, server and
-// the short attributes, cut to width; the server's name and the
-// attributes are shown through textsafe.Line.
+// the short attributes, then the error, within width. A line too long is
+// cut in the error's middle, keeping its start and its end, where an error
+// chain names the cause ("... connect: connection refused"). The server's
+// name and the attributes are shown through textsafe.Line.
 func WatchLine(e event.Event, width int) string {
 	if width <= 0 {
 		width = 100
 	}
-	var b strings.Builder
 	ms := e.At.Milliseconds()
-	fmt.Fprintf(&b, "%4d.%03ds  %-22s %s", ms/1000, ms%1000, textsafe.Line(string(e.Kind)), textsafe.Line(e.Server))
-	for _, k := range []string{"attempt", "reason", "delay_ms", "next_delay_ms", "tools", "pid", "status", "planned", "step", "method", "healthy", "idle_ms", "policy", "error"} {
+	head := fmt.Sprintf("%4d.%03ds  %-22s %s", ms/1000, ms%1000, textsafe.Line(string(e.Kind)), textsafe.Line(e.Server))
+	var b strings.Builder
+	for _, k := range []string{"attempt", "reason", "delay_ms", "next_delay_ms", "tools", "pid", "status", "planned", "step", "method", "healthy", "idle_ms", "policy"} {
 		if v, ok := e.Get(k); ok && v != "" {
-			if k == "error" {
-				v = firstLine(v)
-			}
 			fmt.Fprintf(&b, " %s=%s", k, textsafe.Line(v))
 		}
 	}
-	return cut(b.String(), width)
+	attrs := b.String()
+	v, ok := e.Get("error")
+	if !ok || v == "" {
+		return cut(head+attrs, width)
+	}
+	const label = " error="
+	errText := textsafe.Line(firstLine(v))
+	n := func(s string) int { return utf8.RuneCountInString(s) }
+	if n(head)+n(attrs)+n(label)+n(errText) <= width {
+		return head + attrs + label + errText
+	}
+	// Too long: the error keeps at least minErr characters (its end, where
+	// the cause is), the attributes give way first, the head never does.
+	const minErr = 30
+	room := max(width-n(head)-n(attrs)-n(label), min(minErr, n(errText)))
+	if n(head)+n(label)+room > width {
+		room = max(width-n(head)-n(label), 0)
+	}
+	if rest := width - n(head) - n(label) - room; rest < n(attrs) {
+		if rest > 1 {
+			attrs = cut(attrs, rest)
+		} else {
+			attrs = ""
+		}
+	}
+	if room == 0 {
+		return cut(head+attrs, width)
+	}
+	return head + attrs + label + cutKeepEnd(errText, room)
 }
 
 // cut shortens s to n characters, ending in "…" when cut.
@@ -193,6 +225,31 @@ func cut(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// cutKeepEnd shortens s to n characters by cutting its middle: it keeps
+// the start and, in about two thirds of n, the end, from the start of an
+// error chain's ": "-separated part when one fits, so that the cause an
+// error names last stays visible.
+func cutKeepEnd(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n < 2 {
+		return cut(s, n)
+	}
+	if n < 24 {
+		return "…" + string(r[len(r)-n+1:]) // narrow: the end alone
+	}
+	tailN := n * 2 / 3
+	tail := r[len(r)-tailN:]
+	// Start the tail at a part of the chain when one begins in it.
+	if i := strings.Index(string(tail), ": "); i >= 0 && utf8.RuneCountInString(string(tail)[:i]) < tailN/2 {
+		tail = []rune(string(tail)[i+2:])
+	}
+	head := r[:n-1-len(tail)]
+	return string(head) + "…" + string(tail)
 }
 
 // cutLeft shortens s to n characters keeping its end, starting with "…".

@@ -3,18 +3,22 @@ package repro
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/mcplife/mcplife/internal/textsafe"
+	"github.com/mcplife/mcplife/runtime/backoff"
 	"github.com/mcplife/mcplife/runtime/bridge"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
-// Class is what a recorded call was observed to do.
+// Class is what a recorded call, or a failure between calls, was observed
+// to do.
 type Class string
 
-// The classes of calls Generate reproduces.
+// The classes Generate reproduces.
 const (
 	// ClassOK is a call that answered.
 	ClassOK Class = "ok"
@@ -34,6 +38,10 @@ const (
 	// ClassExitMidCall is a call cut short by its server's exit; the
 	// server was restarted (seed 001 scenario 74).
 	ClassExitMidCall Class = "exit-mid-call"
+	// ClassIdleExit is no call: a server that went away while no call was
+	// in flight (an exit, a dropped connection), noticed and restarted
+	// (seed 001 scenario 74, field failure 2).
+	ClassIdleExit Class = "idle-exit"
 	// ClassUnknown is anything else; it is left out of the scenario.
 	ClassUnknown Class = "unknown"
 )
@@ -90,28 +98,151 @@ func attr(e event.Event, k string) string {
 	return v
 }
 
+// Failure is one failure the trace shows: a call that did not answer, a
+// restart of a server, a server that never connected. Every failure of a
+// trace is either reproduced by a step of the scenario or named with the
+// reason it is not.
+type Failure struct {
+	// Server is the server it happened to.
+	Server string
+	// What describes it, e.g. "call c2 (mcp_fx_echo) timed out, its probe
+	// failed and fx was restarted".
+	What string
+	// Step names the scenario step that reproduces it (e.g. "c2", "e1"); ""
+	// when it is not reproduced.
+	Step string
+	// Why says why it is not reproduced, or how the replay differs.
+	Why string
+}
+
+// Reproduced reports whether a step of the scenario reproduces f.
+func (f Failure) Reproduced() bool { return f.Why == "" }
+
 // Result is a generated scenario.
 type Result struct {
 	// Script is the txtar file.
 	Script []byte
 	// Classes lists, per call id, what it was classified as.
 	Classes map[string]Class
-	// Notes says what the scenario does not reproduce.
+	// Calls is how many recorded calls the scenario replays.
+	Calls int
+	// Failures lists every failure of the trace, in the order they
+	// happened, with the step that reproduces it or why none does.
+	Failures []Failure
+	// Notes says, for people, what the scenario does not reproduce: every
+	// failure not reproduced and every call not replayed. The scenario's
+	// header repeats them.
 	Notes []string
+}
+
+// Partial reports whether the scenario leaves out something of the trace:
+// a failure it does not reproduce, or a call it does not replay.
+func (r *Result) Partial() bool { return len(r.Notes) > 0 }
+
+// Reproduced counts the failures a step of the scenario reproduces.
+func (r *Result) Reproduced() int {
+	n := 0
+	for _, f := range r.Failures {
+		if f.Reproduced() {
+			n++
+		}
+	}
+	return n
+}
+
+// restartLoop is one run of a server's restart loop in the trace: from the
+// restart.scheduled that started it to its restart.succeeded or
+// restart.gave_up (or the end of the trace).
+type restartLoop struct {
+	server, reason string
+	first          uint64       // seq of its first restart.scheduled
+	closed         *event.Event // the transport.closed before it (transport-exit)
+	delays         []int64      // delay_ms of each restart.scheduled
+	failed         int          // restart.failed events
+	errors         []string     // their errors
+	succeeded      bool
+	gaveUp         bool
+	used           bool
+}
+
+// findLoops splits the restart events of the trace into loops.
+func findLoops(tr *Trace) []*restartLoop {
+	var out []*restartLoop
+	cur := map[string]*restartLoop{}
+	closed := map[string]*event.Event{}
+	for i, e := range tr.Events {
+		s := e.Server
+		switch e.Kind {
+		case event.TransportClosed:
+			closed[s] = &tr.Events[i]
+		case event.RestartScheduled:
+			l := cur[s]
+			if l == nil {
+				l = &restartLoop{server: s, reason: attr(e, "reason"), first: e.Seq}
+				if l.reason == "transport-exit" {
+					l.closed = closed[s]
+				}
+				closed[s] = nil
+				cur[s] = l
+				out = append(out, l)
+			}
+			l.delays = append(l.delays, attrInt(e, "delay_ms"))
+		case event.RestartFailed:
+			if l := cur[s]; l != nil {
+				l.failed++
+				l.errors = append(l.errors, attr(e, "error"))
+			}
+		case event.RestartSucceeded:
+			if l := cur[s]; l != nil {
+				l.succeeded = true
+				cur[s] = nil
+			}
+		case event.RestartGaveUp:
+			if l := cur[s]; l != nil {
+				l.gaveUp = true
+				cur[s] = nil
+			} else {
+				out = append(out, &restartLoop{server: s, reason: "gave-up", first: e.Seq, gaveUp: true})
+			}
+		}
+	}
+	return out
+}
+
+func attrInt(e event.Event, k string) int64 {
+	switch v := e.Attrs[k].(type) {
+	case int64:
+		return v
+	case int:
+		return int64(v)
+	case float64:
+		return int64(v)
+	}
+	return 0
 }
 
 // fixtureServer is how one recorded server is reproduced.
 type fixtureServer struct {
-	name     string
-	timeout  time.Duration
-	mode     Class // the fault class that decides the knobs, "" for none
-	launches int
-	restarts int
+	name      string
+	transport string // stdio, http or sse
+	alias     string // fixture-serve's NAME for a remote server ($ALIAS_URL)
+	timeout   time.Duration
+	mode      Class // the fault class that decides the knobs, "" for none
+	launches  int   // fixture launches the scenario makes
+	attempts  int   // restart attempts the scenario makes
+	step      int   // backoff step of the scenario's restart policy
+	stableAt  time.Duration
+	complete  bool // every failure of the server is reproduced
 }
+
+func (s *fixtureServer) remote() bool { return s.transport == "http" || s.transport == "sse" }
 
 // knobs returns the fixture knobs reproducing the server's fault class.
 func (s *fixtureServer) knobs() map[string]string {
 	k := map[string]string{"MCP_FIXTURE_JOURNAL": "${WORK}/" + s.name + ".journal"}
+	if s.remote() {
+		k["MCP_FIXTURE_TRANSPORT"] = s.transport
+	}
 	switch s.mode {
 	case ClassHangRestart:
 		k["MCP_FIXTURE_MODE"] = "restart"
@@ -136,136 +267,511 @@ func (s *fixtureServer) knobs() map[string]string {
 	return k
 }
 
+// serveLine is the fixture-serve command of a remote server.
+func (s *fixtureServer) serveLine() string {
+	k := s.knobs()
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(k)) {
+		parts = append(parts, n+"="+k[n])
+	}
+	return fmt.Sprintf("fixture-serve %s %s", s.alias, strings.Join(parts, " "))
+}
+
+// The scenario's timing: the driver's defaults (docs/DRIVER.md).
+const (
+	probeTimeout    = 3 * time.Second // each probe step
+	stopGrace       = 2 * time.Second // stdin closed, then SIGTERM
+	stabilityWindow = 60 * time.Second
+)
+
+// item is one step of the scenario, at the place its anchor event has in
+// the trace.
+type item struct {
+	anchor uint64
+	order  int // position among the calls, for calls without events
+	call   *Call
+	index  int // the call's position in the trace (c<index+1>)
+	loop   *restartLoop
+}
+
+// gen builds one scenario.
+type gen struct {
+	tr      *Trace
+	res     *Result
+	servers map[string]*fixtureServer
+	body    []string
+	caps    map[string]bool
+	now     time.Duration // virtual time the scenario has advanced
+	summary []string
+	events  int
+}
+
+func (g *gen) add(lines ...string) { g.body = append(g.body, lines...) }
+
+func (g *gen) advance(d time.Duration) {
+	if d > 0 {
+		g.add("advance " + dur(d))
+		g.now += d
+	}
+}
+
+// fail records a failure; why is "" when step reproduces it.
+func (g *gen) fail(server, what, step, why string) {
+	g.res.Failures = append(g.res.Failures, Failure{Server: server, What: what, Step: step, Why: why})
+	if why != "" {
+		g.res.Notes = append(g.res.Notes, fmt.Sprintf("%s: %s", what, why))
+		if s := g.servers[server]; s != nil {
+			s.complete = false
+		}
+	}
+}
+
 // Generate turns a trace into a scenario named name (its NNN-slug, for the
 // header). Every call is mapped to a fixture tool: answered calls to echo,
-// tool errors to fail, and the first fault of each server (a hang recovered
-// by a restart, a timeout with a healthy probe, a dropped ping, an exit
-// mid-call) to the test tool under the knobs that reproduce it. Later
-// faults of another kind on the same server, and calls Classify cannot
-// place, are left out and listed in Notes.
+// tool errors to fail, and the faults of each server (a hang recovered by a
+// restart, a timeout with a healthy probe, a dropped ping, an exit mid-call)
+// to the test tool under the knobs that reproduce it. A server that went
+// away while idle is killed (stdio) or stopped (http, sse) at the same
+// point, and its restart loop is replayed attempt by attempt on the
+// scenario's clock. Every failure of the trace is listed in Failures with
+// the step that reproduces it or why none does; what is left out is also in
+// Notes and in the scenario's header.
 func Generate(tr *Trace, name, source string) (*Result, error) {
-	res := &Result{Classes: map[string]Class{}}
-	servers := map[string]*fixtureServer{}
+	g := &gen{tr: tr, res: &Result{Classes: map[string]Class{}}, servers: map[string]*fixtureServer{}, caps: map[string]bool{"virtual-clock": true}}
 	var names []string
-	for n, s := range tr.Servers {
+	for _, n := range slices.Sorted(maps.Keys(tr.Servers)) {
+		s := tr.Servers[n]
 		if !connected(tr, n) {
-			res.Notes = append(res.Notes, fmt.Sprintf("server %s never connected in the trace; it is left out", n))
+			g.fail(n, fmt.Sprintf("server %s never connected in the trace", n), "", "it is left out (the scenario starts only servers that connected)")
 			continue
 		}
-		servers[n] = &fixtureServer{name: n, timeout: time.Duration(s.ToolTimeoutMS) * time.Millisecond, launches: 1}
+		fs := &fixtureServer{name: n, transport: s.Transport, timeout: time.Duration(s.ToolTimeoutMS) * time.Millisecond, launches: 1, stableAt: -1, complete: true}
+		if fs.transport == "" {
+			fs.transport = "stdio"
+		}
+		if fs.remote() {
+			fs.alias = alias(n, g.servers)
+		}
+		g.servers[n] = fs
 		names = append(names, n)
 	}
-	slices.Sort(names)
 	if len(names) == 0 {
 		return nil, fmt.Errorf("no server of the trace connected: nothing to replay")
 	}
 
-	var body []string
-	caps := map[string]bool{"virtual-clock": true}
-	add := func(lines ...string) { body = append(body, lines...) }
-	var summary []string
-	for i, c := range tr.Calls {
-		s := servers[c.Server]
-		id := fmt.Sprintf("c%d", i+1)
-		cl := Classify(tr, c)
-		res.Classes[c.ID] = cl
-		if s == nil {
-			res.Notes = append(res.Notes, fmt.Sprintf("call %s (%s) is on server %s, which is not replayed", c.ID, c.Exposed, c.Server))
+	loops := findLoops(tr)
+	started := map[string]uint64{}
+	for _, e := range tr.Events {
+		if e.Kind == event.ToolCallStarted {
+			if id := attr(e, "call"); started[id] == 0 {
+				started[id] = e.Seq
+			}
+		}
+	}
+	var items []item
+	last := uint64(0)
+	for i := range tr.Calls {
+		c := &tr.Calls[i]
+		if seq := started[c.ID]; seq > 0 {
+			last = seq
+		}
+		items = append(items, item{anchor: last, order: i, call: c, index: i})
+	}
+	// Each call that caused a restart takes its loop.
+	callLoop := map[string]*restartLoop{}
+	for _, it := range items {
+		c := it.call
+		cl := Classify(tr, *c)
+		g.res.Classes[c.ID] = cl
+		var reason string
+		var after uint64
+		switch cl {
+		case ClassHangRestart:
+			reason, after = "probe-failure", timeoutSeq(tr, c.ID)
+		case ClassExitMidCall:
+			reason, after = "transport-exit", started[c.ID]
+		default:
 			continue
 		}
-		if isFault(cl) {
-			if s.mode != "" && s.mode != cl {
-				res.Notes = append(res.Notes, fmt.Sprintf("call %s on %s: %s after %s on the same server is not reproduced (one fault kind per server)", c.ID, c.Server, cl, s.mode))
-				continue
+		for _, l := range loops {
+			if !l.used && l.server == c.Server && l.reason == reason && l.first > after {
+				l.used = true
+				callLoop[c.ID] = l
+				break
 			}
-			if s.mode == cl && (cl == ClassHangRestart || cl == ClassExitMidCall) {
-				res.Notes = append(res.Notes, fmt.Sprintf("call %s on %s: a second %s is not reproduced (the fixture recovers once)", c.ID, c.Server, cl))
-				continue
-			}
-			s.mode = cl
-		}
-		tool := func(t string) string { return bridge.ToolName(c.Server, t) }
-		text := fmt.Sprintf(`'{"text":"%s"}'`, id)
-		add("", fmt.Sprintf("# %s: %s (recorded: %s %s, outcome %s%s)", id, cl, c.Exposed, oneLine(string(c.Args)), c.Outcome, codeSuffix(c.Code)))
-		summary = append(summary, fmt.Sprintf("%s %s", c.Server, cl))
-		switch cl {
-		case ClassOK:
-			add(fmt.Sprintf("call s1 %s %s %s", id, tool("echo"), text),
-				fmt.Sprintf("result %s outcome=ok text~%s", id, id))
-		case ClassToolError:
-			add(fmt.Sprintf(`call s1 %s %s '{"message":"%s"}'`, id, tool("fail"), id),
-				fmt.Sprintf("result %s outcome=tool-error text~%s", id, id))
-		case ClassError:
-			add(fmt.Sprintf(`call s1 %s %s '{"message":"%s","rpc":true}'`, id, tool("fail"), id),
-				fmt.Sprintf("result %s outcome=error", id))
-		case ClassHangRestart:
-			caps["health-probe"], caps["restart-policies"] = true, true
-			add(fmt.Sprintf("call s1 %s %s %s", id, tool("test"), text),
-				fmt.Sprintf("await-journal %s.journal hang-start blocking=true", c.Server),
-				"advance "+dur(s.toolTimeout()),
-				fmt.Sprintf("await tool.timeout server=%s", c.Server),
-				fmt.Sprintf("await probe.started server=%s method=ping", c.Server),
-				"advance 3s",
-				fmt.Sprintf("await probe.started server=%s method=tools/list", c.Server),
-				"advance 3s",
-				fmt.Sprintf("await probe.finished server=%s method=tools/list healthy=false", c.Server),
-				fmt.Sprintf("await process.signaled server=%s step=stdin-closed", c.Server),
-				"advance 2s",
-				fmt.Sprintf("await restart.scheduled server=%s reason=probe-failure attempt=1 delay_ms=0", c.Server),
-				fmt.Sprintf("result %s outcome=ok text~recovered:%s", id, id),
-				fmt.Sprintf("await restart.succeeded server=%s reason=probe-failure attempt=1", c.Server))
-			s.launches++
-			s.restarts++
-			if c.Outcome != "ok" {
-				res.Notes = append(res.Notes, fmt.Sprintf("call %s: recorded outcome %s%s, the scenario expects the retried call to answer after the restart", c.ID, c.Outcome, codeSuffix(c.Code)))
-			}
-		case ClassTimeoutHealthy:
-			caps["health-probe"] = true
-			add(fmt.Sprintf("call s1 %s %s %s", id, tool("test"), text),
-				fmt.Sprintf("await-journal %s.journal hang-start blocking=false", c.Server),
-				"advance "+dur(s.toolTimeout()),
-				fmt.Sprintf("await probe.finished server=%s method=ping healthy=true", c.Server),
-				fmt.Sprintf("result %s outcome=error error=mcp_tool_timeout", id))
-		case ClassPingDropped:
-			caps["health-probe"] = true
-			add(fmt.Sprintf("call s1 %s %s %s", id, tool("test"), text),
-				fmt.Sprintf("await-journal %s.journal hang-start blocking=false", c.Server),
-				"advance "+dur(s.toolTimeout()),
-				fmt.Sprintf("await probe.started server=%s method=ping", c.Server),
-				fmt.Sprintf("await-journal %s.journal ping action=dropped", c.Server),
-				"advance 3s",
-				fmt.Sprintf("await probe.finished server=%s method=tools/list healthy=true", c.Server),
-				fmt.Sprintf("result %s outcome=error error=mcp_tool_timeout", id))
-		case ClassExitMidCall:
-			caps["restart-policies"] = true
-			add(fmt.Sprintf("call s1 %s %s %s", id, tool("test"), text),
-				fmt.Sprintf("result %s outcome=error error=mcp_connection_lost", id),
-				fmt.Sprintf("await transport.closed server=%s", c.Server),
-				fmt.Sprintf("await restart.succeeded server=%s reason=transport-exit attempt=1", c.Server))
-			s.launches++
-			s.restarts++
-		default:
-			body = body[:len(body)-1]
-			summary = summary[:len(summary)-1]
-			res.Notes = append(res.Notes, fmt.Sprintf("call %s (%s, outcome %s%s) is not reproduced: its lifecycle matches no known pattern", c.ID, c.Exposed, c.Outcome, codeSuffix(c.Code)))
 		}
 	}
-	add("")
-	for _, n := range names {
-		s := servers[n]
-		add(fmt.Sprintf("count-journal %s.journal %d launch", n, s.launches))
-		if caps["restart-policies"] {
-			add(fmt.Sprintf("count %d restart.attempt server=%s", s.restarts, n))
+	for _, l := range loops {
+		if l.used || g.servers[l.server] == nil {
+			continue // a server never connected: named above
 		}
-		if rec := countEvents(tr, n, event.RestartAttempt); rec != s.restarts {
-			res.Notes = append(res.Notes, fmt.Sprintf("server %s: %d restart attempts recorded, %d reproduced", n, rec, s.restarts))
+		anchor := l.first
+		if l.closed != nil {
+			anchor = l.closed.Seq
 		}
+		items = append(items, item{anchor: anchor, order: len(tr.Calls), loop: l})
 	}
+	slices.SortStableFunc(items, func(a, b item) int {
+		if a.anchor != b.anchor {
+			if a.anchor < b.anchor {
+				return -1
+			}
+			return 1
+		}
+		return a.order - b.order
+	})
 
-	cfg := map[string]any{}
+	for _, it := range items {
+		if it.call != nil {
+			g.call(it.index, *it.call, callLoop[it.call.ID])
+		} else {
+			g.idle(it.loop)
+		}
+	}
+	g.add("")
 	for _, n := range names {
-		s := servers[n]
-		entry := map[string]any{"command": "mcp-fixture", "env": s.knobs()}
+		s := g.servers[n]
+		rec := countEvents(tr, n, event.RestartAttempt)
+		if rec != s.attempts && s.complete {
+			s.complete = false
+			g.res.Notes = append(g.res.Notes, fmt.Sprintf("server %s: %d restart attempts recorded, %d replayed", n, rec, s.attempts))
+		}
+		if !s.complete {
+			continue // counts that differ from the trace would assert something else
+		}
+		g.add(fmt.Sprintf("count-journal %s.journal %d launch", n, s.launches))
+		g.add(fmt.Sprintf("count %d restart.attempt server=%s", s.attempts, n))
+	}
+	return g.res, g.render(name, source, names)
+}
+
+// alias names a remote server for fixture-serve: its name in upper case,
+// other characters as _, unique among the servers.
+func alias(name string, taken map[string]*fixtureServer) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(name) {
+		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	a := b.String()
+	if a == "" || (a[0] >= '0' && a[0] <= '9') {
+		a = "S_" + a
+	}
+	used := func(x string) bool {
+		for _, s := range taken {
+			if s.alias == x {
+				return true
+			}
+		}
+		return false
+	}
+	for i, base := 2, a; used(a); i++ {
+		a = fmt.Sprintf("%s_%d", base, i)
+	}
+	return a
+}
+
+func timeoutSeq(tr *Trace, id string) uint64 {
+	for _, e := range tr.Events {
+		if e.Kind == event.ToolTimeout && attr(e, "call") == id {
+			return e.Seq
+		}
+	}
+	return 0
+}
+
+// call replays one recorded call.
+func (g *gen) call(i int, c Call, l *restartLoop) {
+	s := g.servers[c.Server]
+	id := fmt.Sprintf("c%d", i+1)
+	cl := g.res.Classes[c.ID]
+	what := fmt.Sprintf("call %s (%s): %s, outcome %s%s", c.ID, textsafe.Line(c.Exposed), cl, c.Outcome, codeSuffix(c.Code))
+	failure := c.Outcome != "ok" || isFault(cl)
+	if s == nil {
+		note := fmt.Sprintf("is on server %s, which is not replayed", c.Server)
+		if failure {
+			g.fail(c.Server, what, "", note)
+		} else {
+			g.res.Notes = append(g.res.Notes, what+": "+note)
+		}
+		return
+	}
+	if isFault(cl) {
+		switch {
+		case s.mode != "" && s.mode != cl:
+			g.fail(c.Server, what, "", fmt.Sprintf("%s after %s on the same server is not reproduced (one fault kind per server)", cl, s.mode))
+			return
+		case s.mode == cl && (cl == ClassHangRestart || cl == ClassExitMidCall):
+			g.fail(c.Server, what, "", fmt.Sprintf("a second %s on one server is not reproduced (the fixture recovers once)", cl))
+			return
+		}
+		s.mode = cl
+	}
+	tool := func(t string) string { return bridge.ToolName(c.Server, t) }
+	text := fmt.Sprintf(`'{"text":"%s"}'`, id)
+	mark := "m" + id
+	switch cl {
+	case ClassOK, ClassToolError, ClassError, ClassHangRestart, ClassTimeoutHealthy, ClassPingDropped, ClassExitMidCall:
+	default:
+		why := "its lifecycle matches no known pattern"
+		if failure {
+			g.fail(c.Server, what, "", why)
+		} else {
+			g.res.Notes = append(g.res.Notes, what+": not replayed: "+why)
+		}
+		return
+	}
+	g.res.Calls++
+	g.add("", fmt.Sprintf("# %s: %s (recorded: %s %s, outcome %s%s)", id, cl, c.Exposed, oneLine(string(c.Args)), c.Outcome, codeSuffix(c.Code)))
+	g.summary = append(g.summary, fmt.Sprintf("%s %s", c.Server, cl))
+	switch cl {
+	case ClassOK:
+		g.add(fmt.Sprintf("call s1 %s %s %s", id, tool("echo"), text),
+			fmt.Sprintf("result %s outcome=ok text~%s", id, id))
+	case ClassToolError:
+		g.add(fmt.Sprintf(`call s1 %s %s '{"message":"%s"}'`, id, tool("fail"), id),
+			fmt.Sprintf("result %s outcome=tool-error text~%s", id, id))
+	case ClassError:
+		g.add(fmt.Sprintf(`call s1 %s %s '{"message":"%s","rpc":true}'`, id, tool("fail"), id),
+			fmt.Sprintf("result %s outcome=error", id))
+	case ClassHangRestart:
+		g.caps["health-probe"], g.caps["restart-policies"] = true, true
+		g.add("mark "+mark,
+			fmt.Sprintf("call s1 %s %s %s", id, tool("test"), text),
+			fmt.Sprintf("await-journal %s.journal hang-start blocking=true", c.Server))
+		g.advance(s.toolTimeout())
+		g.add(fmt.Sprintf("await -after %s tool.timeout server=%s", mark, c.Server),
+			fmt.Sprintf("await -after %s probe.started server=%s method=ping", mark, c.Server))
+		g.advance(probeTimeout)
+		g.add(fmt.Sprintf("await -after %s probe.started server=%s method=tools/list", mark, c.Server))
+		g.advance(probeTimeout)
+		g.add(fmt.Sprintf("await -after %s probe.finished server=%s method=tools/list healthy=false", mark, c.Server))
+		if s.remote() {
+			// The runtime cannot stop a remote process: the wedged
+			// fixture is stopped (SIGTERM moves it to phase exited).
+			g.add(fmt.Sprintf("fixture-stop %s SIGTERM", s.alias))
+		} else {
+			g.add(fmt.Sprintf("await -after %s process.signaled server=%s step=stdin-closed", mark, c.Server))
+			g.advance(stopGrace)
+		}
+		diffs, fails := g.replayLoop(s, l, mark)
+		g.add(g.callResult(id, c, "recovered:"+id, fails, &diffs))
+		g.fail(c.Server, what, id, strings.Join(diffs, "; "))
+	case ClassTimeoutHealthy:
+		g.caps["health-probe"] = true
+		g.add("mark "+mark,
+			fmt.Sprintf("call s1 %s %s %s", id, tool("test"), text),
+			fmt.Sprintf("await-journal %s.journal hang-start blocking=false", c.Server))
+		g.advance(s.toolTimeout())
+		g.add(fmt.Sprintf("await -after %s probe.finished server=%s method=ping healthy=true", mark, c.Server),
+			fmt.Sprintf("result %s outcome=error error=mcp_tool_timeout", id))
+		g.fail(c.Server, what, id, "")
+	case ClassPingDropped:
+		g.caps["health-probe"] = true
+		g.add("mark "+mark,
+			fmt.Sprintf("call s1 %s %s %s", id, tool("test"), text),
+			fmt.Sprintf("await-journal %s.journal hang-start blocking=false", c.Server))
+		g.advance(s.toolTimeout())
+		g.add(fmt.Sprintf("await -after %s probe.started server=%s method=ping", mark, c.Server),
+			fmt.Sprintf("await-journal %s.journal ping action=dropped", c.Server))
+		g.advance(probeTimeout)
+		g.add(fmt.Sprintf("await -after %s probe.finished server=%s method=tools/list healthy=true", mark, c.Server),
+			fmt.Sprintf("result %s outcome=error error=mcp_tool_timeout", id))
+		g.fail(c.Server, what, id, "")
+	case ClassExitMidCall:
+		g.caps["restart-policies"] = true
+		g.add("mark "+mark,
+			fmt.Sprintf("call s1 %s %s %s", id, tool("test"), text),
+			fmt.Sprintf("result %s outcome=error error=mcp_connection_lost", id),
+			fmt.Sprintf("await -after %s transport.closed server=%s", mark, c.Server))
+		diffs, _ := g.replayLoop(s, l, mark)
+		g.fail(c.Server, what, id, strings.Join(diffs, "; "))
+	}
+	if !isFault(cl) && c.Outcome != "ok" {
+		g.fail(c.Server, what, id, "")
+	}
+}
+
+// callResult is the result check of a call whose server was restarted:
+// the call answers okText when the scenario's first attempt runs at once
+// and succeeds (the call is retried on it), and fails otherwise. A
+// difference from the recorded outcome is added to diffs.
+func (g *gen) callResult(id string, c Call, okText string, fails bool, diffs *[]string) string {
+	if !fails {
+		if c.Outcome != "ok" {
+			*diffs = append(*diffs, fmt.Sprintf("the recorded call failed (%s%s); the scenario's is retried after the restart and answers", c.Outcome, codeSuffix(c.Code)))
+		}
+		return fmt.Sprintf("result %s outcome=ok text~%s", id, okText)
+	}
+	if c.Outcome == "ok" {
+		*diffs = append(*diffs, "the recorded call answered after the restart; the scenario's fails with the restart's first attempt")
+	}
+	return fmt.Sprintf("result %s outcome=error", id)
+}
+
+// idle replays a restart loop no call caused: the server went away while
+// idle (transport-exit), or another restart the scenario cannot cause.
+func (g *gen) idle(l *restartLoop) {
+	s := g.servers[l.server]
+	g.events++
+	id := fmt.Sprintf("e%d", g.events)
+	what := fmt.Sprintf("server %s: %s", l.server, describeLoop(l))
+	if l.reason != "transport-exit" {
+		g.fail(l.server, what, "", fmt.Sprintf("a restart for %s with no call behind it is not reproduced", l.reason))
+		return
+	}
+	g.caps["restart-policies"] = true
+	mark := "m" + id
+	cause := ""
+	if l.closed != nil {
+		cause = "; " + oneLine(attr(*l.closed, "error"))
+		if st := exitStatus(g.tr, l); st != "" {
+			cause = "; the process: " + oneLine(st)
+		}
+	}
+	g.add("", fmt.Sprintf("# %s: %s went away while idle (recorded: %s%s)", id, l.server, describeLoop(l), cause))
+	g.summary = append(g.summary, fmt.Sprintf("%s %s", l.server, ClassIdleExit))
+	g.add("mark " + mark)
+	if s.remote() {
+		g.add(fmt.Sprintf("fixture-stop %s SIGKILL", s.alias))
+	} else {
+		g.add(fmt.Sprintf("signal %s.journal SIGKILL", l.server))
+	}
+	g.add(fmt.Sprintf("await -after %s transport.closed server=%s", mark, l.server))
+	diffs, _ := g.replayLoop(s, l, mark)
+	g.fail(l.server, what, id, strings.Join(diffs, "; "))
+}
+
+// exitStatus is the status of the process whose unplanned exit came with
+// l's transport.closed (stdio), "" when the trace has none.
+func exitStatus(tr *Trace, l *restartLoop) string {
+	for _, e := range tr.Events {
+		if e.Seq+5 >= l.closed.Seq && e.Server == l.server && e.Kind == event.ProcessExited && attr(e, "planned") == "false" {
+			return attr(e, "status")
+		}
+	}
+	return ""
+}
+
+// replayLoop replays the attempts of restart loop l of server s after the
+// trigger the caller replayed: the failed attempts (a remote fixture stays
+// stopped for them; a stdio fixture cannot fail them), then the attempt
+// that succeeded (a remote fixture is served again first), each after the
+// delay of the scenario's backoff step. It returns how the replay differs
+// from the trace (nothing: the loop is reproduced) and whether the call
+// that caused the loop fails in the scenario (its first attempt fails or
+// does not run at once).
+func (g *gen) replayLoop(s *fixtureServer, l *restartLoop, mark string) (diffs []string, callFails bool) {
+	g.caps["restart-policies"] = true
+	if l == nil {
+		return []string{"the trace has no restart after it"}, false
+	}
+	// The stability window resets the backoff step once it has passed on
+	// the scenario's clock.
+	if s.stableAt >= 0 && g.now-s.stableAt >= stabilityWindow {
+		s.step = 0
+	}
+	fails := l.failed
+	if s.remote() && fails == 0 {
+		// The stopped fixture cannot be served again before an attempt
+		// that runs at once.
+		fails = 1
+		diffs = append(diffs, "the recorded first attempt connected at once; the scenario's first attempt fails, nothing listening until the fixture is served again")
+	}
+	if !s.remote() && fails > 0 {
+		diffs = append(diffs, fmt.Sprintf("%d failed restart attempts are recorded; the fixture relaunches at the first", fails))
+		fails = 0
+	}
+	var delays []int64
+	next := func() (int, time.Duration) {
+		d := relentless(s.step)
+		delays = append(delays, d.Milliseconds())
+		return s.attempts + 1, d
+	}
+	for i := 0; i < fails; i++ {
+		a, d := next()
+		g.add(fmt.Sprintf("await -after %s restart.scheduled server=%s attempt=%d delay_ms=%d", mark, s.name, a, d.Milliseconds()))
+		g.advance(d)
+		g.add(fmt.Sprintf("await -after %s restart.failed server=%s attempt=%d", mark, s.name, a))
+		s.step++
+		s.attempts++
+	}
+	callFails = fails > 0
+	if l.succeeded || (!l.gaveUp && l.failed == 0) {
+		if s.remote() {
+			g.add(s.serveLine())
+			s.launches++
+		}
+		a, d := next()
+		if d > 0 {
+			callFails = true
+		}
+		g.add(fmt.Sprintf("await -after %s restart.scheduled server=%s attempt=%d delay_ms=%d", mark, s.name, a, d.Milliseconds()))
+		g.advance(d)
+		g.add(fmt.Sprintf("await -after %s restart.succeeded server=%s attempt=%d", mark, s.name, a))
+		s.step++
+		s.attempts++
+		if !s.remote() {
+			s.launches++
+		}
+		s.stableAt = g.now
+		if !l.succeeded {
+			diffs = append(diffs, "the trace ends before the restart's outcome; the scenario's attempt succeeds")
+		}
+	} else if l.gaveUp {
+		diffs = append(diffs, "the restart policy gave up in the trace; the scenario's servers restart relentlessly")
+	} else {
+		// The trace ends with the loop still waiting: so does the scenario.
+		a, d := next()
+		g.add(fmt.Sprintf("await -after %s restart.scheduled server=%s attempt=%d delay_ms=%d", mark, s.name, a, d.Milliseconds()))
+	}
+	if rec := l.delays; len(diffs) == 0 && !slices.Equal(rec, delays) {
+		diffs = append(diffs, fmt.Sprintf("recorded backoff delays %v ms, replayed %v ms (the backoff step differs)", rec, delays))
+	}
+	return diffs, callFails
+}
+
+// relentless is the delay of backoff step k of the relentless policy (the
+// default of shared servers).
+func relentless(k int) time.Duration {
+	d, _ := backoff.RelentlessPolicy().Delay(k)
+	return d
+}
+
+func describeLoop(l *restartLoop) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "restart for %s", l.reason)
+	if l.failed > 0 {
+		fmt.Fprintf(&b, ", %d failed attempts", l.failed)
+	}
+	switch {
+	case l.succeeded:
+		b.WriteString(", recovered")
+	case l.gaveUp:
+		b.WriteString(", gave up")
+	default:
+		b.WriteString(", still retrying when the trace ends")
+	}
+	return b.String()
+}
+
+// render writes the scenario.
+func (g *gen) render(name, source string, names []string) error {
+	tr := g.tr
+	cfg := map[string]any{}
+	var remotes []string
+	for _, n := range names {
+		s := g.servers[n]
+		var entry map[string]any
+		if s.remote() {
+			entry = map[string]any{"type": s.transport, "url": "${" + s.alias + "_URL}"}
+			remotes = append(remotes, n)
+		} else {
+			entry = map[string]any{"command": "mcp-fixture", "env": s.knobs()}
+		}
 		if s.timeout > 0 {
 			entry["toolTimeout"] = s.timeout.Milliseconds()
 		}
@@ -273,13 +779,13 @@ func Generate(tr *Trace, name, source string) (*Result, error) {
 	}
 	servJSON, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	var b strings.Builder
 	what := "the recorded session"
-	if len(summary) > 0 {
-		what = strings.Join(uniq(summary), ", ")
+	if len(g.summary) > 0 {
+		what = strings.Join(uniq(g.summary), ", ")
 	}
 	fmt.Fprintf(&b, "# A recorded session replays against the fixture: %s.\n#\n", what)
 	fmt.Fprintf(&b, "# Generated by harness repro from %s (%s", source, tr.Format)
@@ -289,26 +795,43 @@ func Generate(tr *Trace, name, source string) (*Result, error) {
 	b.WriteString(").\n")
 	b.WriteString("# Each recorded call is replayed on a fixture server of the same name:\n")
 	b.WriteString("# answered calls on echo, tool errors on fail, and the observed fault on\n")
-	b.WriteString("# the test tool under the knobs that reproduce it, in virtual time.\n")
-	for _, n := range res.Notes {
-		fmt.Fprintf(&b, "# Not reproduced: %s.\n", n)
+	b.WriteString("# the test tool under the knobs that reproduce it, in virtual time; a\n")
+	b.WriteString("# server that went away while idle is killed at the same point, and\n")
+	b.WriteString("# each restart is replayed attempt by attempt.\n")
+	for _, f := range tr.Faults {
+		rule := oneLine(f.Rule)
+		if f.Op == "clear" {
+			rule = "every rule removed"
+		}
+		fmt.Fprintf(&b, "# Fault at %s on %s (%s): %s.\n", dur(time.Duration(f.AtMS)*time.Millisecond), textsafe.Line(f.Server), f.describe(), rule)
+	}
+	fmt.Fprintf(&b, "# Failures in the trace: %d, reproduced: %d.\n", len(g.res.Failures), g.res.Reproduced())
+	for _, n := range g.res.Notes {
+		fmt.Fprintf(&b, "# Not reproduced: %s.\n", textsafe.Line(strings.TrimSuffix(n, ".")))
 	}
 	fmt.Fprintf(&b, "#\n# Guards: the recorded trace %s (%s).\n\n", source, name)
 	for _, c := range []string{"virtual-clock", "health-probe", "restart-policies"} {
-		if caps[c] {
+		if g.caps[c] {
 			fmt.Fprintf(&b, "[!cap:%s] skip 'needs %s'\n", c, c)
 		}
 	}
-	b.WriteString("\nstart -inline servers.json\n")
+	b.WriteString("\n")
+	var envs []string
+	for _, n := range remotes {
+		s := g.servers[n]
+		b.WriteString(s.serveLine() + "\n")
+		envs = append(envs, "-env "+s.alias+"_URL")
+	}
+	b.WriteString(strings.TrimSpace("start -inline servers.json "+strings.Join(envs, " ")) + "\n")
 	fmt.Fprintf(&b, "open s1 ready=%s\n", strings.Join(names, ","))
-	for _, l := range body {
+	for _, l := range g.body {
 		b.WriteString(l + "\n")
 	}
 	b.WriteString("\n-- servers.json --\n")
 	b.Write(servJSON)
 	b.WriteString("\n")
-	res.Script = []byte(b.String())
-	return res, nil
+	g.res.Script = []byte(b.String())
+	return nil
 }
 
 func (s *fixtureServer) toolTimeout() time.Duration {
@@ -355,12 +878,14 @@ func codeSuffix(code string) string {
 	return " " + code
 }
 
+// oneLine shortens text from a trace for a comment of the scenario, its
+// control characters escaped (a trace may come from anyone).
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 60 {
-		s = s[:60] + "..."
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:60]) + "..."
 	}
-	return s
+	return textsafe.Line(s)
 }
 
 func uniq(xs []string) []string {

@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/mcplife/mcplife/runtime/event"
 )
@@ -34,7 +36,9 @@ type Trace struct {
 	Config string `json:"config,omitempty"`
 	// Servers describes each configured server, by name.
 	Servers map[string]Server `json:"servers"`
-	// Faults lists the proxy rules record installed, in order.
+	// Faults lists every change of a proxy's rules during the session, in
+	// order: those record installed (-fault) and those set through the
+	// proxy's control endpoint by hand.
 	Faults []Fault `json:"faults,omitempty"`
 	// Calls are the tool calls of the session, in the order they started.
 	Calls []Call `json:"calls"`
@@ -62,12 +66,45 @@ type Server struct {
 	Proxied bool `json:"proxied"`
 }
 
-// Fault is a proxy rule installed during recording.
+// Fault is a change of a proxy's rules during recording: one rule added
+// (or, first of a replacement, replacing the others), or every rule
+// cleared.
 type Fault struct {
 	Server string `json:"server"`
-	Rule   string `json:"rule"`
-	// AtMS is when it was installed, on the events' clock.
+	// Rule is the rule in its text form (harness proxy -h); "" when Op is
+	// clear.
+	Rule string `json:"rule"`
+	// AtMS is when the proxy changed its rules, on the events' clock.
 	AtMS int64 `json:"at_ms"`
+	// Op is add, replace (the rules before it are dropped) or clear.
+	Op string `json:"op,omitempty"`
+	// Source is "-fault" for a rule record installed, "control" for one set
+	// through the control endpoint from outside.
+	Source string `json:"source,omitempty"`
+	// Launch is the proxy launch whose rules changed (rules set through the
+	// control endpoint live as long as that proxy process).
+	Launch int `json:"launch,omitempty"`
+}
+
+// describe says where the change came from, for a scenario's header.
+func (f Fault) describe() string {
+	var parts []string
+	switch f.Source {
+	case "-fault":
+		parts = append(parts, "record -fault")
+	case "control":
+		parts = append(parts, "set through the control endpoint")
+	}
+	if f.Op != "" && f.Op != "add" {
+		parts = append(parts, f.Op)
+	}
+	if f.Launch > 0 {
+		parts = append(parts, fmt.Sprintf("proxy launch %d", f.Launch))
+	}
+	if len(parts) == 0 {
+		return "proxy rule"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Call is one tool call of the session.
@@ -110,12 +147,16 @@ func Read(path string) (*Trace, error) {
 	return &tr, nil
 }
 
-// Write writes the trace to path as indented JSON.
+// Write writes the trace to path as indented JSON, creating its directory
+// when it does not exist.
 func Write(path string, tr *Trace) error {
 	tr.Format = Format
 	data, err := json.MarshalIndent(tr, "", " ")
 	if err != nil {
 		return fmt.Errorf("encode trace: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write trace: %w", err)
 	}
 	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write trace: %w", err)
