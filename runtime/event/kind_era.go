@@ -8,5 +8,5 @@ const ServerProtocolFallback Kind = "server.protocol_fallback"
 
 // eraKind documents ServerProtocolFallback.
 func eraKind() KindInfo {
-	return KindInfo{ServerProtocolFallback, "a connect try met a server of the other protocol era and stopped; the attempt goes on at once, in a new process for stdio, asking for protocol, which the server is remembered to speak. reason: discover-unanswered (a modern-first try whose server/discover got no reply within the probe timeout: a handshake-era server that ignores unknown methods) or initialize-refused (a handshake try that a modern-only server refused with UnsupportedProtocolVersionError naming protocol)", "protocol, reason"}
+	return KindInfo{ServerProtocolFallback, "a connect met a server of the other protocol era; the server is remembered to speak protocol, which later attempts ask first. reason: discover-unanswered (a stdio server left server/discover unanswered for the probe timeout, as a handshake-era server that ignores unknown methods does: the runtime answers it method-not-found itself and the handshake goes on in the same process) or initialize-refused (a modern-only server refused initialize with UnsupportedProtocolVersionError naming protocol: the try's process is stopped and a new connection asks protocol)", "protocol, reason"}
 }

@@ -44,27 +44,39 @@ func (rt *Runtime) connect(ctx context.Context, s *server, gen, attempt int) (*c
 	s.emit(event.ServerConnecting, event.String("transport", transportName), event.Int("attempt", attempt),
 		event.Millis("timeout_ms", max(connectTimeout, 0)))
 
-	// One try per protocol era at most (era.go): a try that meets the
-	// other era's server ends early and the next asks for its version.
+	// One try per protocol era at most (era.go): a handshake that a
+	// modern-only server refuses ends the try, and the next asks for the
+	// version it named.
 	version, pinned := s.protocolRequest()
+	pin := ""
+	if pinned {
+		pin = version
+	}
 	for try := 0; ; try++ {
-		c, tools, next, reason, err := rt.connectTry(cctx, s, resolved, gen, version, pinned, try > 0)
+		c, tools, next, reason, err := rt.connectTry(cctx, s, resolved, gen, version, pin, try > 0)
 		if next == "" {
 			return c, tools, err
 		}
-		s.mu.Lock()
-		s.learnedProtocol = next
-		s.mu.Unlock()
-		s.emit(event.ServerProtocolFallback, event.String("protocol", next), event.String("reason", reason))
+		s.learnProtocol(next, reason)
 		version = next
 	}
 }
 
+// learnProtocol notes that s speaks version (server.protocol_fallback):
+// later attempts ask for it first.
+func (s *server) learnProtocol(version, reason string) {
+	s.mu.Lock()
+	s.learnedProtocol = version
+	s.mu.Unlock()
+	s.emit(event.ServerProtocolFallback, event.String("protocol", version), event.String("reason", reason))
+}
+
 // connectTry is one try of a connect attempt, asking for protocol version:
-// dial, handshake (or server/discover), list tools. When the server is of
-// the other era it returns the version to try next and why (fallbackFor),
-// having stopped what it started, unless it is the last try.
-func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.Resolved, gen int, version string, pinned, last bool) (_ *connection, _ []*mcp.Tool, next, reason string, _ error) {
+// dial, handshake (or server/discover), list tools. When a modern-only
+// server refuses the handshake it returns the version to try next and why
+// (fallbackFor), having stopped what it started, unless it is the last
+// try. pin is the config's protocolVersion ("" when unpinned).
+func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.Resolved, gen int, version, pin string, last bool) (_ *connection, _ []*mcp.Tool, next, reason string, _ error) {
 	// The try's own context: the exit of its process ends its handshake,
 	// not the attempt (a fallback goes on after it).
 	tctx, tcancel := context.WithCancelCause(cctx)
@@ -80,15 +92,13 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 		return nil, nil, "", "", rt.connectFailed(s, failedAttempt{ctx: tctx, err: err, proc: p, remote: rc})
 	}
 	stray, _ := transport.(*strayTransport) // before the discover watch wraps it
-	// hctx is the handshake's context: a server/discover left unanswered
-	// past the probe timeout ends it (discoverWatch, stdio only: over HTTP
-	// the status of the reply tells the eras apart).
-	hctx, hcancel := context.WithCancelCause(tctx)
-	defer hcancel(nil)
+	// A server/discover left unanswered past the probe timeout is answered
+	// by the runtime and the handshake goes on (discoverWatch; stdio only:
+	// over HTTP the status of the reply tells the eras apart).
 	var dw *discoverWatch
-	if p != nil && IsModern(version) && !last {
+	if p != nil && IsModern(version) {
 		dw = &discoverWatch{inner: transport, clock: rt.clock, timeout: rt.opts.ProbeTimeout,
-			expire: func() { hcancel(errDiscoverUnanswered) }}
+			expired: func() { s.learnProtocol(ProtocolLegacy, FallbackDiscoverUnanswered) }}
 		transport = dw
 	}
 	if p != nil {
@@ -110,11 +120,13 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 	c.stray = stray
 	client := s.newClient(c) // handlers_client.go
 	c.client = client
-	cs, err := client.Connect(hctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	expired := dw != nil && dw.stop()
+	cs, err := client.Connect(tctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if dw != nil && dw.stop() {
+		version = ProtocolLegacy // go-sdk went on with initialize
+	}
 	if err != nil {
 		sockets.closeAll()
-		if next, reason := fallbackFor(version, pinned, expired, err); next != "" && !last && s.ctx.Err() == nil && cctx.Err() == nil {
+		if next, reason := fallbackFor(version, pin, err); next != "" && !last && s.ctx.Err() == nil && cctx.Err() == nil {
 			rt.endTry(s, p)
 			return nil, nil, next, reason, nil
 		}
@@ -136,8 +148,7 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 }
 
 // endTry stops the process of a try that ends in a fallback: a planned
-// stop, since the runtime goes on with a new process (a server that
-// ignored a request may be in an undefined state).
+// stop, since the runtime goes on with a new process.
 func (rt *Runtime) endTry(s *server, p *proc.Process) {
 	if p == nil {
 		return

@@ -35,11 +35,6 @@ const (
 // IsModern tells whether protocol version v is of the stateless era.
 func IsModern(v string) bool { return v >= ProtocolModern }
 
-// errDiscoverUnanswered ends a modern-first attempt whose server never
-// answered server/discover (a handshake-era server that ignores methods it
-// does not know).
-var errDiscoverUnanswered = errors.New("server/discover unanswered within the probe timeout")
-
 // protocolRequest is the version a connect attempt of s asks for first: the
 // config's protocolVersion (pinned), else what an earlier fallback learned,
 // else Options.ProtocolVersion, else by transport: the modern revision for
@@ -59,33 +54,44 @@ func (s *server) protocolRequest() (version string, pinned bool) {
 		return learned, false
 	case s.rt.opts.ProtocolVersion != "":
 		return s.rt.opts.ProtocolVersion, false
-	case s.cfg.EffectiveType() == config.Stdio && s.rt.opts.Dial == nil:
-		// Only a process the runtime starts itself: a server that ignores
-		// server/discover is answered by a new process (connect.go).
-		return ProtocolModern, false
 	}
-	return DefaultProtocolVersion, false
+	return defaultProtocol(s.cfg.EffectiveType(), s.rt.opts.Dial != nil), false
 }
 
-// fallbackFor names the version to try next after a failed attempt that
-// asked for version, and why; "" when the failure is no era mismatch.
-//
-//   - A modern-first attempt whose server/discover went unanswered (expired)
-//     goes on with the handshake, pinned or not: go-sdk itself falls back
-//     to initialize when discover is refused, and only waits out a server
-//     that ignores it.
-//   - A handshake attempt whose initialize a modern-only server refused
-//     with UnsupportedProtocolVersionError naming a modern version goes on
-//     with that version, unless the config pins the handshake version.
-func fallbackFor(version string, pinned, expired bool, err error) (next, reason string) {
-	if IsModern(version) {
-		if expired {
-			return ProtocolLegacy, FallbackDiscoverUnanswered
-		}
+// defaultProtocol is the version asked first of a server of transport t
+// when neither its config nor Options.ProtocolVersion names one. Only a
+// stdio process the runtime starts itself (no custom Dialer) is asked the
+// modern revision first: a server that ignores server/discover is then
+// answered by a new process (connect.go).
+func defaultProtocol(t config.Transport, customDial bool) string {
+	if t == config.Stdio && !customDial {
+		return ProtocolModern
+	}
+	return DefaultProtocolVersion
+}
+
+// probeMethods are the requests of a health probe of a connection that
+// negotiated protocol, in order (probe.go): the stateless revision removed
+// ping.
+func probeMethods(protocol string) []string {
+	if IsModern(protocol) {
+		return []string{"tools/list"}
+	}
+	return []string{"ping", "tools/list"}
+}
+
+// fallbackFor names the version to try next after a failed handshake that
+// asked for version, and why; "" when the failure is no era mismatch: a
+// handshake that a modern-only server refused with
+// UnsupportedProtocolVersionError naming a modern version goes on with that
+// version in a new connection, unless the config pins a handshake-era
+// version (pin is the config's protocolVersion, "" when unpinned).
+func fallbackFor(version, pin string, err error) (next, reason string) {
+	if IsModern(version) || (pin != "" && !IsModern(pin)) {
 		return "", ""
 	}
 	var rpcErr *jsonrpc.Error
-	if pinned || !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeUnsupportedProtocolVersion {
+	if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeUnsupportedProtocolVersion {
 		return "", ""
 	}
 	var data mcp.UnsupportedProtocolVersionData
@@ -103,19 +109,25 @@ func fallbackFor(version string, pinned, expired bool, err error) (next, reason 
 // discoverWatch bounds go-sdk's server/discover on a stdio connection by
 // the probe timeout, on the runtime's clock: go-sdk waits for a discover
 // reply as long as its context lives, and a server that ignores unknown
-// methods never sends one. When the timeout passes first, expire is
-// called (it cancels the attempt's handshake with errDiscoverUnanswered).
+// methods never sends one. When the timeout passes first, the watch hands
+// go-sdk a method-not-found reply of its own, so go-sdk goes on with
+// initialize on the same connection, and drops the server's own reply if
+// it comes later; expired is called (it reports the fallback). The same
+// process goes on (the revision suggests a new one): a server still
+// starting looks the same as one ignoring discover, and a new process
+// would start it again from nothing.
 type discoverWatch struct {
 	inner   mcp.Transport
 	clock   clock.Clock
 	timeout time.Duration
-	expire  func()
+	expired func()
 
+	inject  chan jsonrpc.Message // the reply made up at the timeout
 	mu      sync.Mutex
-	id      any // the discover request's id, once written
+	id      jsonrpc.ID // the discover request's id, once written
 	timer   clock.Timer
-	settled bool // answered, expired, or stopped
-	expired bool
+	settled bool // answered, expired, stopped, or another request came first
+	expire  bool // the timeout passed first
 }
 
 func (w *discoverWatch) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -123,6 +135,7 @@ func (w *discoverWatch) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.inject = make(chan jsonrpc.Message, 1)
 	return &discoverConn{Connection: c, w: w}, nil
 }
 
@@ -140,23 +153,30 @@ func (w *discoverWatch) sent(req *jsonrpc.Request) {
 		w.settled = true // no discover first: nothing to bound
 		return
 	}
-	w.id = req.ID.Raw()
+	w.id = req.ID
 	w.timer = w.clock.AfterFunc(w.timeout, w.fire)
 }
 
-// received notes a message read from the server.
-func (w *discoverWatch) received(msg jsonrpc.Message) {
+// drop tells whether msg, read from the server, is the discover reply the
+// watch already made up; a first reply to discover settles the watch.
+func (w *discoverWatch) drop(msg jsonrpc.Message) bool {
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
-		return
+		return false
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.settled || w.timer == nil || resp.ID.Raw() != w.id {
-		return
+	if w.timer == nil || resp.ID != w.id {
+		return false
 	}
-	w.settled = true
-	w.timer.Stop()
+	if w.expire {
+		return true // late: go-sdk already has the reply made up
+	}
+	if !w.settled {
+		w.settled = true
+		w.timer.Stop()
+	}
+	return false
 }
 
 func (w *discoverWatch) fire() {
@@ -165,9 +185,19 @@ func (w *discoverWatch) fire() {
 		w.mu.Unlock()
 		return
 	}
-	w.settled, w.expired = true, true
+	w.settled, w.expire = true, true
+	id := w.id
 	w.mu.Unlock()
-	w.expire()
+	w.inject <- &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+		Message: "server/discover unanswered within the probe timeout (mcplife): going on with initialize"}}
+	w.expired()
+}
+
+// watching tells whether the discover phase is still open.
+func (w *discoverWatch) watching() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.settled
 }
 
 // stop disarms the watch; it reports whether the discover expired.
@@ -178,12 +208,20 @@ func (w *discoverWatch) stop() bool {
 		w.timer.Stop()
 	}
 	w.settled = true
-	return w.expired
+	return w.expire
 }
 
 type discoverConn struct {
 	mcp.Connection
 	w *discoverWatch
+	// pending is a read of the inner connection started while the
+	// discover phase was open, not yet returned.
+	pending chan readResult
+}
+
+type readResult struct {
+	msg jsonrpc.Message
+	err error
 }
 
 func (c *discoverConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -193,10 +231,35 @@ func (c *discoverConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return c.Connection.Write(ctx, msg)
 }
 
+// Read reads from the inner connection; while the discover phase is open
+// the read runs aside, so that the reply made up at the timeout can come
+// first. go-sdk reads from one goroutine only.
 func (c *discoverConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if err == nil {
-		c.w.received(msg)
+	for {
+		if c.pending == nil && !c.w.watching() {
+			msg, err := c.Connection.Read(ctx)
+			if err == nil && c.w.drop(msg) {
+				continue
+			}
+			return msg, err
+		}
+		if c.pending == nil {
+			ch := make(chan readResult, 1)
+			go func() {
+				msg, err := c.Connection.Read(ctx)
+				ch <- readResult{msg, err}
+			}()
+			c.pending = ch
+		}
+		select {
+		case r := <-c.pending:
+			c.pending = nil
+			if r.err == nil && c.w.drop(r.msg) {
+				continue
+			}
+			return r.msg, r.err
+		case msg := <-c.w.inject:
+			return msg, nil
+		}
 	}
-	return msg, err
 }

@@ -4,9 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/mcplife/mcplife/internal/docsection"
+	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,25 +23,22 @@ func TestFallbackFor(t *testing.T) {
 		return fmt.Errorf("calling %q: %w", "initialize", &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version", Data: data})
 	}
 	cases := []struct {
-		name           string
-		version        string
-		pinned         bool
-		expired        bool
-		err            error
-		next, reasonIs string
+		name, version, pin string
+		err                error
+		next, reasonIs     string
 	}{
-		{"discover unanswered", ProtocolModern, false, true, errors.New("context canceled"), ProtocolLegacy, FallbackDiscoverUnanswered},
-		{"discover unanswered, pinned", ProtocolModern, true, true, errors.New("context canceled"), ProtocolLegacy, FallbackDiscoverUnanswered},
-		{"modern, other failure", ProtocolModern, false, false, errors.New("EOF"), "", ""},
-		{"initialize refused", ProtocolLegacy, false, false, refused(ProtocolModern), ProtocolModern, FallbackInitializeRefused},
-		{"initialize refused, pinned", ProtocolLegacy, true, false, refused(ProtocolModern), "", ""},
-		{"refused naming no modern version", "2025-06-18", false, false, refused("2025-03-26"), "", ""},
-		{"refused naming a version go-sdk lacks", ProtocolLegacy, false, false, refused("2099-01-01"), "", ""},
-		{"method not found", ProtocolLegacy, false, false, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound}, "", ""},
+		{"modern asked", ProtocolModern, "", refused(ProtocolModern), "", ""},
+		{"initialize refused", ProtocolLegacy, "", refused(ProtocolModern), ProtocolModern, FallbackInitializeRefused},
+		{"initialize refused, pinned legacy", ProtocolLegacy, ProtocolLegacy, refused(ProtocolModern), "", ""},
+		{"initialize refused after discover, pinned modern", ProtocolLegacy, ProtocolModern, refused(ProtocolModern), ProtocolModern, FallbackInitializeRefused},
+		{"refused naming no modern version", "2025-06-18", "", refused("2025-03-26"), "", ""},
+		{"refused naming a version go-sdk lacks", ProtocolLegacy, "", refused("2099-01-01"), "", ""},
+		{"method not found", ProtocolLegacy, "", &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound}, "", ""},
+		{"other failure", ProtocolLegacy, "", errors.New("EOF"), "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			next, reason := fallbackFor(tc.version, tc.pinned, tc.expired, tc.err)
+			next, reason := fallbackFor(tc.version, tc.pin, tc.err)
 			if next != tc.next || reason != tc.reasonIs {
 				t.Errorf("fallbackFor = %q, %q; want %q, %q", next, reason, tc.next, tc.reasonIs)
 			}
@@ -84,5 +86,68 @@ func TestFixtureEraPinnedLegacyFails(t *testing.T) {
 	}
 	if st := e.rt.Status(); len(st) != 1 || !strings.Contains(st[0].Error, "unsupported protocol version") {
 		t.Fatalf("status = %+v", st)
+	}
+}
+
+// renderEras renders the side-by-side table of docs/LIFECYCLE.md,
+// "Protocol eras", from the code that decides each row.
+func renderEras(t *testing.T) string {
+	t.Helper()
+	asked := map[bool][]string{}
+	for _, tr := range event.TransportValues() {
+		v := defaultProtocol(config.Transport(tr), false)
+		asked[IsModern(v)] = append(asked[IsModern(v)], tr)
+	}
+	if v := defaultProtocol(config.Stdio, true); IsModern(v) {
+		asked[true] = append(asked[true], "any server of a custom Options.Dial")
+	} else {
+		asked[false] = append(asked[false], "any server of a custom Options.Dial")
+	}
+	// The fallback into the modern era, as fallbackFor decides it.
+	refused, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: []string{ProtocolModern}, Requested: ProtocolLegacy})
+	toModern, whyModern := fallbackFor(ProtocolLegacy, "", &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Data: refused})
+	if !IsModern(toModern) {
+		t.Fatalf("the fallback goes to %s", toModern)
+	}
+	probe := func(v string) string { return strings.Join(probeMethods(v), ", then ") }
+	var b strings.Builder
+	row := func(cells ...string) { fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | ")) }
+	row("", "legacy (handshake): "+ProtocolLegacy+" and older", "modern (stateless): "+ProtocolModern)
+	row("---", "---", "---")
+	row("asked first, when neither the server's `protocolVersion` nor `Options.ProtocolVersion` names a version",
+		strings.Join(asked[false], ", "), strings.Join(asked[true], ", "))
+	row("first requests of a connection", "`initialize`, `notifications/initialized`",
+		"`server/discover` (version, client info and capabilities in its `_meta`, as in every request), bounded by `ProbeTimeout` on stdio")
+	row("connected means", "the handshake and `tools/list` (all pages) succeeded",
+		"`server/discover` named the version and `tools/list` (all pages) succeeded; no session state on either side")
+	row("health probe after a tool timeout", probe(ProtocolLegacy)+" (ping-less servers: tools/list)", probe(ProtocolModern))
+	row("fallback into this era (`server.protocol_fallback`)",
+		fmt.Sprintf("`reason=%s`: a stdio server left `server/discover` unanswered for `ProbeTimeout`; the runtime answers it method-not-found itself and go-sdk sends `initialize` in the same process (a late reply is dropped)", FallbackDiscoverUnanswered),
+		fmt.Sprintf("`reason=%s`: `initialize` refused with UnsupportedProtocolVersionError naming %s (not when the config pins the handshake version); a new connection asks it", whyModern, toModern))
+	return b.String()
+}
+
+func TestLifecycleDocEras(t *testing.T) {
+	if err := docsection.Check("../../docs/LIFECYCLE.md", "protocol-eras", renderEras(t)); err != nil {
+		t.Error(err)
+	}
+	// Every scenario the section names exists.
+	data, err := os.ReadFile("../../docs/LIFECYCLE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(data), "## Protocol eras")
+	if !ok {
+		t.Fatal(`docs/LIFECYCLE.md has no "## Protocol eras" section`)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	names := regexp.MustCompile(`scenarios/(\d{3}[a-z]?-[a-z0-9-]+)`).FindAllStringSubmatch(sec, -1)
+	if len(names) == 0 {
+		t.Fatal("the section names no scenario")
+	}
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join("../../scenarios", n[1]+".txtar")); err != nil {
+			t.Errorf("docs/LIFECYCLE.md, Protocol eras: %v", err)
+		}
 	}
 }

@@ -37,7 +37,7 @@ func (s *server) probe(ctx context.Context, c *connection) bool {
 	}
 	p := &probeRun{conn: c, done: make(chan struct{})}
 	s.probing = p
-	pingless := s.pingless || s.cfg.Probe == config.ProbeToolsList || IsModern(c.protocol)
+	pingless := s.pingless || s.cfg.Probe == config.ProbeToolsList || probeMethods(c.protocol)[0] != "ping"
 	s.mu.Unlock()
 
 	p.healthy = s.runProbe(c, pingless)
