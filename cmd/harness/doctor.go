@@ -20,7 +20,7 @@ import (
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
-const doctorUsage = `usage: harness doctor [-config FILE ...] [-trust] [-json] [-watch] [-events FILE] [flags]
+const doctorUsage = `usage: harness doctor [-config FILE ...] [-trust] [-json] [-watch [-probe-interval D]] [-events FILE] [flags]
 
 Connects every configured MCP server through the reference runtime and
 prints one table: name, status, transport, tool count, connect time, trust

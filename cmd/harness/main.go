@@ -10,7 +10,7 @@
 //	harness merge-reports -o OUT.json REPORT.json...
 //	harness bench [-runs N] [-workload LIST] [-json FILE]
 //	harness bench -compare OLD.json NEW.json
-//	harness doctor [-config FILE ...] [-trust] [-json] [-watch]
+//	harness doctor [-config FILE ...] [-trust] [-json] [-watch [-probe-interval D]] [-events FILE]
 //	harness timeline [-o FILE] TRACE...
 //	harness driver
 //	harness driver-check -impl 'CMD' [-json] [-timeout D]
@@ -19,8 +19,8 @@
 //	harness mcp-client [-scenario NAME] [-json] URL
 //	harness fixture
 //	harness proxy [flags] -- CMD ARGS... | -upstream URL
-//	harness record -config FILE -o TRACE [-call SERVER:TOOL[:JSON]]... [-fault SERVER:RULE]...
-//	harness repro [-o FILE] TRACE
+//	harness record -config FILE -o TRACE [-call SERVER:TOOL[:JSON]]... [-fault SERVER:RULE]... [-until 'KIND [ATTR=VALUE...]']
+//	harness repro [-o FILE] [-partial] TRACE
 //	harness version
 //
 // Run as "mcp-fixture" (for example through a symlink), the binary is the

@@ -25,7 +25,7 @@ import (
 	"github.com/mcplife/mcplife/scenarios/repro"
 )
 
-const recordUsage = `usage: harness record -config FILE -o TRACE [-call SERVER:TOOL[:JSON]]... [-fault SERVER:RULE]... [flags]
+const recordUsage = `usage: harness record -config FILE -o TRACE [-call SERVER:TOOL[:JSON]]... [-fault SERVER:RULE]... [-until 'KIND [ATTR=VALUE...]'] [flags]
 
 Runs the servers of FILE (any config file format the runtime reads) through
 the reference runtime and records the session: the runtime's lifecycle
@@ -406,8 +406,8 @@ func installFault(ctx context.Context, controlFile, rule string) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("control endpoint: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("control endpoint: %s: %s", resp.Status, textsafe.Line(strings.TrimSpace(string(b))))
 	}
 	return nil
 }

@@ -107,7 +107,7 @@ func (h *httpFront) start(ctx context.Context) (done chan struct{}, err error) {
 func (h *httpFront) announce(msg string) {
 	h.logMu.Lock()
 	defer h.logMu.Unlock()
-	fmt.Fprintf(h.log, "harness record: %s\n", msg)
+	fmt.Fprintf(h.log, "harness record: %s\n", textsafe.Line(msg))
 }
 
 // faultsFromJournal returns every change of a proxy's rules its journal

@@ -273,3 +273,23 @@ func TestTraceFieldsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// A trace may come from anyone: the text it carries (errors, arguments,
+// rules, tool names) reaches the scenario's comments and repro's notes
+// with its terminal controls escaped.
+func TestGenerateHostileTrace(t *testing.T) {
+	tr := idleExitTrace("stdio", 2, true)
+	tr.Faults[0].Rule = "exit-delay=200,message=\x1b]0;pwned\x07"
+	tr.Events[1].Attrs["error"] = "boom \x1b[2J\u202e"
+	tr.Calls = []Call{{ID: "c1", Server: "nosuch", Exposed: "mcp_x\x1b[31m", Outcome: "error", Args: []byte(`{"a":"\u001b[0m"}`)}}
+	res, err := Generate(tr, "955-hostile", "h.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := string(res.Script) + strings.Join(res.Notes, "\n")
+	for _, bad := range []string{"\x1b", "\x07", "\u202e"} {
+		if strings.Contains(all, bad) {
+			t.Errorf("%q reaches the scenario or the notes:\n%s", bad, all)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,11 +129,23 @@ type Call struct {
 	EndMS   int64  `json:"end_ms"`
 }
 
-// Read reads a trace file and checks its format.
+// MaxTraceBytes bounds the size of a trace Read accepts: a trace may come
+// from anyone.
+const MaxTraceBytes = 256 << 20
+
+// Read reads a trace file (at most MaxTraceBytes) and checks its format.
 func Read(path string) (*Trace, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read trace: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxTraceBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read trace: %w", err)
+	}
+	if len(data) > MaxTraceBytes {
+		return nil, fmt.Errorf("trace %s: larger than %d MiB", path, MaxTraceBytes>>20)
 	}
 	var tr Trace
 	if err := json.Unmarshal(data, &tr); err != nil {
