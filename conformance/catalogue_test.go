@@ -103,6 +103,16 @@ func TestTeethTable(t *testing.T) {
 			t.Errorf("%s: describe the defect", v.fault)
 		}
 	}
+	for f, ids := range racyTeeth {
+		if !slices.Contains(faults, f) {
+			t.Errorf("racyTeeth names %s, which has no row in the teeth table", f)
+		}
+		for _, id := range ids {
+			if _, ok := Lookup(id); !ok {
+				t.Errorf("racyTeeth %s: unknown requirement %s", f, id)
+			}
+		}
+	}
 	names, err := faultpatch.Names()
 	if err != nil {
 		t.Fatal(err)

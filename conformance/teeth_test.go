@@ -104,7 +104,7 @@ var teeth = []teethRow{
 	{"propertyless-tools-dropped", "a tool whose input schema has no properties is dropped",
 		// The fixture's corrupt and inject tools take no arguments: every
 		// spec that calls them or counts the tools fails.
-		"CORE-CONNECT-001", []string{"CORE-APPROVAL-001", "CORE-CONNECT-002", "CORE-HOSTILE-002", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-NAMING-001", "CORE-NAMING-003", "CORE-NAMING-004", "CORE-SCHEMA-001", "CORE-SESSION-001", "CORE-STATUS-001", "GATE-CACHE-002", "GATE-DEFERRED-001", "GATE-HOLD-001", "GATE-LATE-001", "REG-COLLISION-001", "REG-DISCONNECT-001", "REG-GRACE-001", "REG-GRACE-002", "REG-LISTCHANGED-002", "REG-RELOAD-001", "SEC-INJECT-001", "SEC-SHADOW-001", "BOUNDED-GRACE-001", "BOUNDED-RESTART-002", "REG-GRACE-003"}},
+		"CORE-CONNECT-001", []string{"CORE-APPROVAL-001", "CORE-CONNECT-002", "CORE-HOSTILE-002", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-NAMING-001", "CORE-NAMING-003", "CORE-NAMING-004", "CORE-SCHEMA-001", "CORE-SESSION-001", "CORE-STATUS-001", "GATE-CACHE-002", "GATE-DEFERRED-001", "GATE-HOLD-001", "GATE-LATE-001", "REG-COLLISION-001", "REG-DISCONNECT-001", "REG-GRACE-001", "REG-GRACE-002", "REG-LISTCHANGED-002", "REG-RELOAD-001", "SEC-INJECT-001", "SEC-SHADOW-001", "BOUNDED-GRACE-001", "BOUNDED-RESTART-002", "REG-GRACE-003", "CORE-ROOTS-001"}},
 	{"first-page-only", "tools/list pagination is not followed: only the first page's tools are exposed",
 		"CORE-CONNECT-002", []string{"SEC-ENV-001"}},
 	{"handshake-failure-waits", "an exit during the handshake is not watched: the failure is reported at the connect timeout",
@@ -115,6 +115,7 @@ var teeth = []teethRow{
 	{"no-line-limit", "one stdout line is buffered whatever its length",
 		"CORE-HOSTILE-003", nil},
 	{"no-list-changed-debounce", "every tools/list_changed notification lists the tools again at once",
+		// REG-LISTCHANGED-001 and -002 race: see racyTeeth.
 		"CORE-HOSTILE-005", nil},
 	{"stderr-undrained", "a stdio server's stderr is read only after it exited, so a full pipe blocks the server",
 		"CORE-HOSTILE-007", nil},
@@ -126,9 +127,12 @@ var teeth = []teethRow{
 		"CORE-NAMING-003", nil},
 	{"structured-content-only", "a result's text is taken from structuredContent only, dropping its content blocks",
 		// Every spec that reads a result's text fails.
-		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001", "REMOTE-CONFIG-001"}},
+		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001", "REMOTE-CONFIG-001", "CORE-ROOTS-001", "CORE-SAMPLING-001"}},
 	{"is-error-dropped", "a result's isError flag is dropped: tool errors reach the agent as successes",
-		"CORE-RESULT-002", nil},
+		// The fixture's roots and sample tools report a failed roots/list
+		// or sampling request as a tool error, which the specs of a server
+		// without the setting await.
+		"CORE-RESULT-002", []string{"CORE-ROOTS-001", "CORE-SAMPLING-001"}},
 	{"rpc-error-restarts", "a JSON-RPC error of tools/call is taken for a broken server, which is restarted",
 		"CORE-RESULT-003", nil},
 	{"unknown-tool-guessed", "a call of a name the session does not expose is split as mcp_<server>_<tool> and sent to that server",
@@ -230,6 +234,17 @@ var teeth = []teethRow{
 		"REMOTE-REFUSED-001", []string{"REMOTE-RETRYAFTER-002"}},
 	{"stray-reply-fatal", "a reply that matches no request in flight ends the connection",
 		"CORE-HOSTILE-004", nil},
+}
+
+// racyTeeth lists, per variant, the requirements whose outcome under the
+// defect is a race the defect itself opens: they fail in some runs and pass
+// in others (measured: -req runs of each, 3 of 4 and 2 of 3 failing). The
+// default mode does not run them; the full mode accepts them failing or
+// passing, and judges the rest of the set exactly.
+var racyTeeth = map[string][]string{
+	// Without the debounce each notification starts its own refresh; the
+	// refreshes race each other and the one the spec awaits can lose.
+	"no-list-changed-debounce": {"REG-LISTCHANGED-001", "REG-LISTCHANGED-002"},
 }
 
 // teethRow is one deliberately broken variant: its MCPLIFE_FAULTS name, a
@@ -523,13 +538,17 @@ func TestTeeth(t *testing.T) {
 				if !slices.Contains(run.failing, named) {
 					t.Errorf("variant %s does not fail %s, the requirement that names its defect", j.name, named)
 				}
-				if !slices.Equal(run.failing, j.want) {
-					t.Errorf("variant %s fails %v, the teeth table says %v", j.name, run.failing, j.want)
+				racy := racyTeeth[j.name]
+				failing := slices.DeleteFunc(slices.Clone(run.failing), func(id string) bool { return slices.Contains(racy, id) })
+				if !slices.Equal(failing, j.want) {
+					t.Errorf("variant %s fails %v, the teeth table says %v (racy, either way: %v)", j.name, run.failing, j.want, racy)
 				}
+				// A racy requirement that failed is not in the baseline.
+				racyFailed := len(failing) < len(run.failing)
 				if ran := len(run.verdicts) - len(run.skipped); !full && ran != len(j.want) {
 					t.Errorf("variant %s ran %d requirements, want the %d of its row (-req)", j.name, ran, len(j.want))
 				}
-				if run.exit != 0 {
+				if run.exit != 0 && !racyFailed {
 					t.Errorf("variant %s with its expected failures as baseline: exit %d, want 0", j.name, run.exit)
 				}
 				if t.Failed() {
