@@ -66,10 +66,22 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(retry, syscall.SIGUSR1)
 	defer signal.Stop(retry)
 	var keys io.Reader
-	if st, err := os.Stdin.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-		keys = os.Stdin // a terminal: Enter retries
+	if stdinIsTerminal() {
+		keys = os.Stdin // Enter retries
 	}
 	return runDoctorContext(ctx, args, doctorInput{keys: keys, retry: retry}, stdout, stderr)
+}
+
+// stdinIsTerminal reports whether stdin is a character device other than
+// /dev/null (what a background job or CI gets): a terminal, where Enter
+// can be pressed.
+func stdinIsTerminal() bool {
+	st, err := os.Stdin.Stat()
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(st, null)
 }
 
 // doctorInput is what asks harness doctor -watch to retry the failed
