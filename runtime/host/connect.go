@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/config"
@@ -103,10 +104,12 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 	}
 	if p != nil {
 		// An immediate exit of the child ends the handshake at once instead
-		// of at the connect timeout.
-		stop := watchExit(p, func(st proc.ExitStatus) {
-			tcancel(nil)
-		})
+		// of at the connect timeout (endOnExit).
+		var readEnded <-chan struct{}
+		if stray != nil {
+			readEnded = stray.readEnded
+		}
+		stop := endOnExit(p, readEnded, rt.clock, rt.stopGrace().Stdin, func() { tcancel(nil) })
 		defer stop()
 	}
 
@@ -157,15 +160,29 @@ func (rt *Runtime) endTry(s *server, p *proc.Process) {
 	rt.events.Emit(s.name, event.ProcessExited, event.Int("pid", p.PID()), event.String("status", procStatus(p)), event.Bool("planned", true))
 }
 
-// watchExit calls f when p exits, until stop is called.
-func watchExit(p *proc.Process, f func(proc.ExitStatus)) (stop func()) {
+// endOnExit ends a handshake when the server process p exits: its stdout
+// ends with it, and once the reader has taken what the process wrote before
+// it exited (readEnded closes), go-sdk fails the request in flight by
+// itself, so an answer written just before the exit is still delivered
+// rather than lost to a cancellation racing it. Only when stdout outlives
+// the process (a descendant holds it open) is the handshake cancelled,
+// grace after the exit on clock c. stop ends the watch.
+func endOnExit(p *proc.Process, readEnded <-chan struct{}, c clock.Clock, grace time.Duration, cancel func()) (stop func()) {
 	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		select {
 		case <-p.Done():
-			f(p.Exit())
+		case <-quit:
+			return
+		}
+		t := c.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-readEnded:
+		case <-t.C():
+			cancel()
 		case <-quit:
 		}
 	}()

@@ -41,6 +41,10 @@ type strayTransport struct {
 	// maxIncoming bounds the server's requests in flight (inflight.go).
 	maxIncoming int
 	conn        atomic.Pointer[strayConn]
+	// readEnded is closed when a read of the connection fails, its end
+	// included (connect.go's endOnExit).
+	readEnded chan struct{}
+	endOnce   sync.Once
 }
 
 // strayGuard wraps t to report stray replies of s, unless t is a
@@ -49,7 +53,7 @@ func (s *server) strayGuard(t mcp.Transport) mcp.Transport {
 	if _, ok := t.(*mcp.StreamableClientTransport); ok {
 		return t
 	}
-	return &strayTransport{inner: t, maxIncoming: MaxServerRequests, report: func(id jsonrpc.ID, reason string, n int) {
+	return &strayTransport{inner: t, maxIncoming: MaxServerRequests, readEnded: make(chan struct{}), report: func(id jsonrpc.ID, reason string, n int) {
 		// The 1st, 2nd, 4th, 8th... of each reason, like transport.noise.
 		if bits.OnesCount(uint(n)) == 1 {
 			s.emit(event.TransportStrayReply, event.String("id", idSample(id)), event.String("reason", reason), event.Int("replies", n))
@@ -63,7 +67,7 @@ func (t *strayTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &strayConn{Connection: c, report: t.report, pending: make(map[jsonrpc.ID]struct{}),
+	sc := &strayConn{Connection: c, transport: t, report: t.report, pending: make(map[jsonrpc.ID]struct{}),
 		maxIncoming: t.maxIncoming, incoming: make(map[jsonrpc.ID]struct{})}
 	t.conn.Store(sc)
 	return sc, nil
@@ -72,7 +76,8 @@ func (t *strayTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // strayConn tracks the ids of the requests written on it.
 type strayConn struct {
 	mcp.Connection
-	report func(id jsonrpc.ID, reason string, n int)
+	transport *strayTransport
+	report    func(id jsonrpc.ID, reason string, n int)
 
 	mu        sync.Mutex
 	pending   map[jsonrpc.ID]struct{} // requests written, not yet answered or cancelled
@@ -177,6 +182,9 @@ func (c *strayConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	if err != nil {
 		c.noteReadFailure(ctx, err)
+		if t := c.transport; t != nil && t.readEnded != nil {
+			t.endOnce.Do(func() { close(t.readEnded) })
+		}
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
 		c.check(resp.ID)
