@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // TestMain answers as the fixture would, by name, so that ForTest's link
@@ -15,7 +17,7 @@ func TestMain(m *testing.M) {
 		os.Stdout.WriteString("started as " + filepath.Base(os.Args[0]) + "\n")
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func TestForTestRunsThisBinaryAsTheFixture(t *testing.T) {
