@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcplife/mcplife/internal/realservers"
 )
 
 // The console examples of README.md and docs/TESTING.md (```console
@@ -153,7 +155,7 @@ func TestConsoleExamples(t *testing.T) {
 			skipped[b.file] = b.name() // until the block runs
 			for _, c := range b.cmds {
 				if needsNodeRE.MatchString(c.text) {
-					realServersFor(st, b.name())
+					realservers.Modules(st, "../..", b.name())
 					break
 				}
 			}
@@ -273,43 +275,6 @@ func sameConsole(got, want string) bool {
 		}
 	}
 	return true
-}
-
-// realServersFor skips the test when Node or the npm packages of
-// fixtures/real-servers are missing, or fails it under
-// MCPLIFE_REQUIRE_NODE=1; it runs npm ci when the packages are missing and
-// npm is there.
-func realServersFor(t *testing.T, what string) {
-	t.Helper()
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("MCPLIFE_REQUIRE_NODE") == "1" {
-			t.Fatalf("%s: %s (MCPLIFE_REQUIRE_NODE=1 requires it)", what, msg)
-		}
-		t.Skipf("%s needs Node and the npm servers: %s (.ci/real-servers-doctor runs it; set MCPLIFE_REQUIRE_NODE=1 to make this a failure)", what, msg)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		unavailable("node is not installed")
-	}
-	dir, err := filepath.Abs("../../fixtures/real-servers")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")); err == nil {
-		return
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		unavailable("the packages are not installed in %s and npm is missing to run npm ci", dir)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		unavailable("npm ci in %s failed: %v\n%s", dir, err, out)
-	}
 }
 
 // TestParseConsole checks the transcript reader on continuation lines and

@@ -2,53 +2,22 @@ package mcpproxy_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcplife/mcplife/internal/proctest"
+	"github.com/mcplife/mcplife/internal/realservers"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/host"
 )
-
-// requireNodeEnv, set to 1 (as CI does), turns the skips of tests that need
-// Node and the npm packages of fixtures/real-servers into failures.
-const requireNodeEnv = "MCPLIFE_REQUIRE_NODE"
-
-// realServer returns the command line of an npm MCP server installed under
-// fixtures/real-servers, or skips (fails under MCPLIFE_REQUIRE_NODE=1).
-func realServer(t *testing.T, pkg string, args ...string) []string {
-	t.Helper()
-	miss := func(what string) {
-		msg := what + " (install with: npm ci --prefix fixtures/real-servers)"
-		if os.Getenv(requireNodeEnv) == "1" {
-			t.Fatalf("%s=1 but %s", requireNodeEnv, msg)
-		}
-		t.Skip("needs " + msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		miss("node on PATH")
-	}
-	script, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "real-servers", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(script); err != nil {
-		miss("the npm package @modelcontextprotocol/" + pkg)
-	}
-	return append([]string{node, script}, args...)
-}
 
 // A hang injected through the proxy into a real server
 // (@modelcontextprotocol/server-everything) is recovered by the runtime:
 // the call times out, the probe fails, the server is restarted and the
 // retried call answers. Nothing is left running afterwards.
 func TestRealServerEverythingHangRecovered(t *testing.T) {
-	upstream := realServer(t, "server-everything", "stdio")
+	upstream := realservers.Command(t, "../..", "server-everything", "stdio")
 	dir := t.TempDir()
 	e := newEnv(t, proxied(t, dir, nil, upstream, nil, map[string]any{"toolTimeout": 5000, "timeout": 60000}), host.Options{})
 	e.dir = dir
