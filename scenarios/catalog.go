@@ -51,6 +51,35 @@ type Scenario struct {
 	Prose string
 	// Guards names the seed statement or field failure the scenario guards.
 	Guards string
+	// Era is the protocol era the scenario exists for (EraLegacy or
+	// EraModern), from its "# Era:" header directive; "" when it runs in
+	// both eras.
+	Era string
+	// EraReason says why the scenario exists in one era only (the text of
+	// the directive after the era).
+	EraReason string
+}
+
+// The protocol eras a catalog run puts every fixture server in
+// (RunOptions.Eras, Options.Era): the handshake era (2025-11-25 and older,
+// initialize) and the stateless revision 2026-07-28 (no handshake;
+// server/discover).
+const (
+	EraLegacy = "legacy"
+	EraModern = "modern"
+)
+
+// Eras lists the protocol eras in the order a run of both takes them.
+func Eras() []string { return []string{EraLegacy, EraModern} }
+
+// AppliesTo tells whether the scenario runs in era: it declares no era, or
+// declares that one.
+func (sc Scenario) AppliesTo(era string) bool { return sc.Era == "" || sc.Era == era }
+
+// NotApplicable is the reason a scenario that declares another era is not
+// run in era: "not applicable in modern: <the directive's reason>".
+func (sc Scenario) NotApplicable(era string) string {
+	return fmt.Sprintf("not applicable in %s: %s", era, sc.EraReason)
 }
 
 var fileRE = regexp.MustCompile(`^([0-9]{3}[a-z]?)-([a-z0-9]+(?:-[a-z0-9]+)*)\.txtar$`)
@@ -103,6 +132,10 @@ func Parse(file string, data []byte) (Scenario, error) {
 		return sc, fmt.Errorf("%s: the script must start with a header: a first comment line saying what the scenario checks", file)
 	}
 	sc.Description = header[0]
+	header, err := parseEra(&sc, header)
+	if err != nil {
+		return sc, err
+	}
 	var prose []string
 	for i, line := range header[1:] {
 		if g, ok := strings.CutPrefix(line, "Guards:"); ok {
@@ -127,6 +160,43 @@ func Parse(file string, data []byte) (Scenario, error) {
 		return sc, fmt.Errorf("%s: the header has no prose between the first line and the Guards line", file)
 	}
 	return sc, nil
+}
+
+// EraDirective starts the header line that restricts a scenario to one
+// protocol era: "# Era: legacy. Why it exists in that era only." (or
+// modern). Without it a scenario runs in both eras.
+const EraDirective = "Era:"
+
+// parseEra takes the "# Era:" directive out of a header, filling sc.Era
+// and sc.EraReason, and returns the other lines.
+func parseEra(sc *Scenario, header []string) ([]string, error) {
+	var rest []string
+	for i := 0; i < len(header); i++ {
+		v, ok := strings.CutPrefix(header[i], EraDirective)
+		if !ok || i == 0 {
+			rest = append(rest, header[i])
+			continue
+		}
+		if sc.Era != "" {
+			return nil, fmt.Errorf("%s: more than one %q directive", sc.File, "# "+EraDirective)
+		}
+		era, reason, _ := strings.Cut(strings.TrimSpace(v), " ")
+		era = strings.TrimSuffix(era, ".")
+		if era != EraLegacy && era != EraModern {
+			return nil, fmt.Errorf("%s: %q names era %q: want %s or %s (a scenario of both eras has no directive)", sc.File, "# "+EraDirective, era, EraLegacy, EraModern)
+		}
+		// The reason may go on over the next lines of its paragraph.
+		parts := []string{strings.TrimSpace(reason)}
+		for i+1 < len(header) && header[i+1] != "" && !strings.HasPrefix(header[i+1], "Guards:") {
+			i++
+			parts = append(parts, header[i])
+		}
+		sc.Era, sc.EraReason = era, strings.TrimSpace(strings.Join(parts, " "))
+		if sc.EraReason == "" {
+			return nil, fmt.Errorf("%s: the %q directive gives no reason: say why the scenario exists in the %s era only", sc.File, "# "+EraDirective, era)
+		}
+	}
+	return rest, nil
 }
 
 // joinParagraphs joins wrapped lines, keeping blank lines as paragraph

@@ -160,3 +160,44 @@ func TestCatalog(t *testing.T) {
 		}
 	}
 }
+
+// TestParseEraDirective checks the "# Era:" header directive: the era and
+// its reason (over more lines of its paragraph) are taken out of the
+// prose; a scenario without it runs in both eras; a bad era, a missing
+// reason or a second directive is an error naming the file.
+func TestParseEraDirective(t *testing.T) {
+	const head = "# Checks one thing.\n#\n# How it does.\n#\n"
+	sc, err := scenarios.Parse("900-x.txtar", []byte(head+"# Era: legacy. Ping exists only\n# in the handshake era.\n#\n# Guards: issue 26.\n\nshutdown\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Era != scenarios.EraLegacy || sc.EraReason != "Ping exists only in the handshake era." {
+		t.Errorf("era %q reason %q", sc.Era, sc.EraReason)
+	}
+	if sc.Prose != "How it does." || sc.Guards != "issue 26." {
+		t.Errorf("prose %q guards %q", sc.Prose, sc.Guards)
+	}
+	if !sc.AppliesTo(scenarios.EraLegacy) || sc.AppliesTo(scenarios.EraModern) {
+		t.Errorf("AppliesTo: legacy %v, modern %v", sc.AppliesTo(scenarios.EraLegacy), sc.AppliesTo(scenarios.EraModern))
+	}
+	if got, want := sc.NotApplicable(scenarios.EraModern), "not applicable in modern: Ping exists only in the handshake era."; got != want {
+		t.Errorf("NotApplicable = %q, want %q", got, want)
+	}
+	both, err := scenarios.Parse("901-y.txtar", []byte(head+"# Guards: issue 26.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if both.Era != "" || !both.AppliesTo(scenarios.EraLegacy) || !both.AppliesTo(scenarios.EraModern) {
+		t.Errorf("a scenario without the directive: era %q", both.Era)
+	}
+	for _, bad := range []struct{ text, want string }{
+		{"# Era: future. Why.\n", `names era "future"`},
+		{"# Era: modern\n", "gives no reason"},
+		{"# Era: modern. A.\n#\n# Era: legacy. B.\n", "more than one"},
+	} {
+		_, err := scenarios.Parse("902-z.txtar", []byte(head+bad.text+"#\n# Guards: issue 26.\n"))
+		if err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "902-z.txtar") {
+			t.Errorf("%q: err %v, want one naming the file and %q", bad.text, err, bad.want)
+		}
+	}
+}

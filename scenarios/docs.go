@@ -47,11 +47,18 @@ func RenderCatalog() (string, error) {
 	}
 	var b strings.Builder
 	b.WriteString("<!-- Rendered from the headers of scenarios/*.txtar; do not edit by hand. -->\n")
-	b.WriteString("| # | Scenario | What it checks | Guards |\n|---|---|---|---|\n")
+	b.WriteString("| # | Scenario | What it checks | Guards | Era |\n|---|---|---|---|---|\n")
+	perEra := map[string]int{}
 	for _, sc := range list {
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", sc.Number, sc.Slug, cell(sc.Description), cell(sc.Guards))
+		era := "both"
+		if sc.Era != "" {
+			era = sc.Era + " only"
+		}
+		perEra[sc.Era]++
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", sc.Number, sc.Slug, cell(sc.Description), cell(sc.Guards), era)
 	}
-	fmt.Fprintf(&b, "\n%d scenarios.\n", len(list))
+	fmt.Fprintf(&b, "\n%d scenarios: %d in both eras, %d in the legacy era only, %d in the modern era only.\n",
+		len(list), perEra[""], perEra[EraLegacy], perEra[EraModern])
 	return b.String(), nil
 }
 

@@ -51,6 +51,7 @@ func Conditions() []Condition {
 		{"impl", "[impl:NAME]", "The implementation behind the driver is called NAME in its hello (the reference runtime is `mcplife`)."},
 		{"strict", "[strict]", "Strict mode (MCPLIFE_STRICT=1, or `harness run -strict`). It guards the checks that the reference runtime is known to fail today, each under a comment naming the defect, so the catalog stays green while a defect is open and the check runs with one switch."},
 		{"external", "[external]", "The driver runs as a separate process (`harness run -impl`, or the external half of the Go test) rather than in the harness process."},
+		{"era", "[era:NAME]", "The run puts every fixture server in protocol era NAME (`legacy` or `modern`; `harness run -era`): the same script checks each era's own evidence, e.g. `[era:legacy] await probe.started server=fx method=ping` and `[era:modern] await probe.started server=fx method=tools/list`. A scenario of one era only says so in its header (`# Era:`) instead."},
 	}
 }
 

@@ -62,6 +62,12 @@ type Options struct {
 	// OnScript, when set, is called at the end of every script with what
 	// it covered.
 	OnScript func(ScriptResult)
+	// Era is the protocol era every fixture server of the scripts speaks
+	// (EraLegacy or EraModern): mcp-fixture on the scripts' PATH runs with
+	// that MCP_FIXTURE_ERA unless a server sets MCP_FIXTURE_ERA or
+	// MCP_FIXTURE_PROTOCOL_VERSIONS itself, and [era:NAME] is true for it.
+	// "" means EraLegacy.
+	Era string
 	// KeepEvents hands every script's lifecycle events to OnScript
 	// (ScriptResult.Events) and RunCatalog's results, for timelines.
 	KeepEvents bool
@@ -277,6 +283,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
+// era is the protocol era of the run's fixture servers.
+func (rc *runConfig) era() string {
+	if rc.opts.Era == "" {
+		return EraLegacy
+	}
+	return rc.opts.Era
+}
+
 // condition evaluates the scenario conditions.
 func (rc *runConfig) condition(cond string) (bool, error) {
 	name, arg, _ := strings.Cut(cond, ":")
@@ -307,6 +321,11 @@ func (rc *runConfig) condition(cond string) (bool, error) {
 			return false, fmt.Errorf("condition external takes no argument")
 		}
 		return len(rc.opts.Driver) > 0, nil
+	case "era":
+		if arg != EraLegacy && arg != EraModern {
+			return false, fmt.Errorf("unknown era %q (want %s or %s)", arg, EraLegacy, EraModern)
+		}
+		return rc.era() == arg, nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }
