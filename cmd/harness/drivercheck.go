@@ -279,7 +279,7 @@ func (k *checker) run(fixture, dir string) {
 		for _, c := range h.Capabilities {
 			k.caps[c] = true
 		}
-		if h.Protocol != driver.ProtocolVersion {
+		if !slices.Contains(driver.AcceptedProtocolVersions(), h.Protocol) {
 			k.stopped = fmt.Sprintf("the driver speaks %q", h.Protocol)
 		}
 		profiles := make([]string, len(h.Profiles))

@@ -142,8 +142,8 @@ func helloProblems(result []byte) []checkProblem {
 		return nil
 	}
 	var out []checkProblem
-	if h.Protocol != driver.ProtocolVersion {
-		out = append(out, checkProblem{Pointer: "/result/protocol", Message: fmt.Sprintf("wrong protocol version %q: this harness speaks %q and does not negotiate", h.Protocol, driver.ProtocolVersion)})
+	if !slices.Contains(driver.AcceptedProtocolVersions(), h.Protocol) {
+		out = append(out, checkProblem{Pointer: "/result/protocol", Message: fmt.Sprintf("wrong protocol version %q: this harness speaks %q (and accepts %q) and does not negotiate", h.Protocol, driver.ProtocolVersion, driver.ProtocolVersion1)})
 	}
 	var known []string
 	for _, c := range driver.Capabilities() {

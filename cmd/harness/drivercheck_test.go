@@ -31,6 +31,7 @@ func serveCheckStandIn(role string) int {
 			Implementation: driver.Implementation{Name: "canned", Version: "1"},
 			Capabilities:   []driver.Capability{driver.CapStatus, driver.CapJournalPID, driver.CapStartupGate},
 			Profiles:       []driver.Profile{driver.ProfileCore},
+			Eras:           []driver.Era{driver.EraLegacy},
 		}))
 	case "check-bad":
 		return exitCode(drivertest.ServeFunc(os.Stdin, os.Stdout, func(req driver.Request) []string {

@@ -58,12 +58,20 @@ func (d *driver) dispatch(line []byte) bool {
 			d.respond(id, nil, err)
 			return false
 		}
-		d.respond(id, &HelloResult{
+		// A harness of version 1 gets a version-1 answer, without eras
+		// (docs/DRIVER.md section 11); every other harness gets this
+		// package's version.
+		res := &HelloResult{
 			Protocol:       ProtocolVersion,
 			Implementation: d.opts.Implementation,
 			Capabilities:   slices.Clone(d.opts.Capabilities),
 			Profiles:       slices.Clone(d.opts.Profiles),
-		}, nil)
+			Eras:           slices.Clone(d.opts.Eras),
+		}
+		if p.Protocol == ProtocolVersion1 {
+			res.Protocol, res.Eras = ProtocolVersion1, nil
+		}
+		d.respond(id, res, nil)
 		return false
 	case MethodShutdown:
 		if err := decodeParams(params, &Empty{}); err != nil {

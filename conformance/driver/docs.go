@@ -15,7 +15,8 @@ const (
 	DocSectionSchemas = "driver-schemas"
 )
 
-// VocabularySection renders the closed vocabularies of the protocol as
+// VocabularySection renders the closed vocabularies of the protocol (methods,
+// capabilities, profiles, eras, error and outcome codes) as
 // Markdown tables, for the generated section of docs/DRIVER.md.
 func VocabularySection() string {
 	var b strings.Builder
@@ -39,6 +40,10 @@ func VocabularySection() string {
 			caps[i] = "`" + string(c) + "`"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.Name, strings.Join(caps, ", "), cell(p.Covers))
+	}
+	b.WriteString("\n### Eras\n\n| Era | MCP protocol versions | Meaning |\n|---|---|---|\n")
+	for _, e := range Eras() {
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", e.Name, e.Versions, cell(e.Meaning))
 	}
 	b.WriteString("\n### Error codes of responses\n\n| Code | Meaning |\n|---|---|\n")
 	for _, c := range ErrorCodes() {

@@ -169,7 +169,7 @@ func TestHello(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Protocol != ProtocolVersion || h.Implementation.Name != "mcplife" {
+	if h.Protocol != ProtocolVersion || h.Implementation.Name != "mcplife" || !slices.Equal(h.Eras, []Era{EraLegacy, EraModern}) {
 		t.Errorf("hello = %+v", h)
 	}
 	for _, ci := range Capabilities() {
@@ -187,9 +187,53 @@ func TestHello(t *testing.T) {
 	}
 }
 
+// TestHelloVersion1 checks both directions of the fallback to version 1: a
+// driver of version 1 is accepted and taken to speak the legacy era only,
+// and the reference driver answers a harness that asks for version 1 with
+// version 1, without eras.
+func TestHelloVersion1(t *testing.T) {
+	ctx := testCtx(t)
+	c, err := StartCommand(ctx, []string{executable(t)}, append(os.Environ(), envFake+"=v1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.Hello(ctx)
+	if err != nil {
+		t.Fatalf("a version-1 hello was rejected: %v", err)
+	}
+	if h.Protocol != ProtocolVersion1 || !slices.Equal(h.SpokenEras(), []Era{EraLegacy}) || h.Speaks(EraModern) {
+		t.Errorf("version-1 hello = %+v, spoken eras %v; want legacy only", h, h.SpokenEras())
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+
+	ref := inProcess(t)
+	var got HelloResult
+	if err := ref.Request(ctx, MethodHello, HelloParams{Protocol: ProtocolVersion1}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Protocol != ProtocolVersion1 || got.Eras != nil {
+		t.Errorf("reference hello to a version-1 harness = %+v; want version 1 without eras", got)
+	}
+	if err := got.validate(); err != nil {
+		t.Errorf("the reference's version-1 hello does not validate: %v", err)
+	}
+	h2, err := ref.Hello(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h2.SpokenEras(), []Era{EraLegacy, EraModern}) {
+		t.Errorf("reference eras = %v, want both", h2.SpokenEras())
+	}
+}
+
 func TestHelloRejectsBrokenDrivers(t *testing.T) {
 	for mode, want := range map[string]string{
-		"wrong-version":              `speaks "mcplife-driver/0", this harness speaks "mcplife-driver/1"`,
+		"wrong-version":              `speaks "mcplife-driver/0", this harness speaks "mcplife-driver/2" (and accepts "mcplife-driver/1")`,
+		"no-eras":                    `no eras (protocol mcplife-driver/2 requires`,
+		"unknown-era":                `unknown era "stateless"`,
+		"v1-with-eras":               `eras is a field of mcplife-driver/2, not of mcplife-driver/1`,
 		"unknown-capability":         `unknown capability "time-travel"`,
 		"profile-without-capability": `profile "startup-gate" requires capability "virtual-clock"`,
 	} {

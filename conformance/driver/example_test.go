@@ -54,7 +54,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("protocol:", hello.Protocol, "profile core:", hello.Claims(driver.ProfileCore))
+	fmt.Println("protocol:", hello.Protocol, "profile core:", hello.Claims(driver.ProfileCore), "eras:", hello.SpokenEras())
 
 	// A virtual clock: every timer of the runtime waits for clock.advance,
 	// so nothing depends on how fast this machine is.
@@ -124,7 +124,7 @@ func Example() {
 	}
 	fmt.Println("server process left:", syscall.Kill(pid, 0) == nil)
 	// Output:
-	// protocol: mcplife-driver/1 profile core: true
+	// protocol: mcplife-driver/2 profile core: true eras: [legacy modern]
 	// ready: [fixture]
 	// echo is exposed as mcp_fixture_echo
 	// isError: false
@@ -144,7 +144,7 @@ func Example() {
 // runtime before start with the error code not_started; shutdown with {}.
 func ExampleServe() {
 	requests := []string{
-		`{"id":1,"method":"hello","params":{"protocol":"mcplife-driver/1"}}`,
+		`{"id":1,"method":"hello","params":{"protocol":"mcplife-driver/2"}}`,
 		`{"id":2,"method":"status"}`,
 		`{"id":3,"method":"shutdown"}`,
 	}
@@ -174,7 +174,7 @@ func ExampleServe() {
 	}
 	fmt.Println("schema errors:", len(v.ValidateTranscript(lines)))
 	// Output:
-	// {"type":"response","id":1,"result":{"protocol":"mcplife-driver/1","implementation":{"name":"example","version":"1.0.0"},"capabilities":["status","journal-pid"],"profiles":["core"]}}
+	// {"type":"response","id":1,"result":{"protocol":"mcplife-driver/2","implementation":{"name":"example","version":"1.0.0"},"capabilities":["status","journal-pid"],"profiles":["core"],"eras":["legacy","modern"]}}
 	// {"type":"response","id":2,"error":{"code":"not_started","message":"start has not succeeded"}}
 	// {"type":"response","id":3,"result":{}}
 	// schema errors: 0

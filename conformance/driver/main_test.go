@@ -83,9 +83,17 @@ var fakeHellos = map[string]HelloResult{
 	"wrong-version": {Protocol: "mcplife-driver/0", Implementation: Implementation{Name: "fake", Version: "0"},
 		Capabilities: []Capability{}, Profiles: []Profile{}},
 	"unknown-capability": {Protocol: ProtocolVersion, Implementation: Implementation{Name: "fake", Version: "0"},
-		Capabilities: []Capability{"time-travel"}, Profiles: []Profile{}},
+		Capabilities: []Capability{"time-travel"}, Profiles: []Profile{}, Eras: []Era{EraLegacy}},
 	"profile-without-capability": {Protocol: ProtocolVersion, Implementation: Implementation{Name: "fake", Version: "0"},
-		Capabilities: []Capability{CapStatus}, Profiles: []Profile{ProfileStartupGate}},
+		Capabilities: []Capability{CapStatus}, Profiles: []Profile{ProfileStartupGate}, Eras: []Era{EraLegacy}},
+	"no-eras": {Protocol: ProtocolVersion, Implementation: Implementation{Name: "fake", Version: "0"},
+		Capabilities: []Capability{}, Profiles: []Profile{}},
+	"unknown-era": {Protocol: ProtocolVersion, Implementation: Implementation{Name: "fake", Version: "0"},
+		Capabilities: []Capability{}, Profiles: []Profile{}, Eras: []Era{"stateless"}},
+	"v1-with-eras": {Protocol: ProtocolVersion1, Implementation: Implementation{Name: "fake", Version: "0"},
+		Capabilities: []Capability{}, Profiles: []Profile{}, Eras: []Era{EraLegacy}},
+	"v1": {Protocol: ProtocolVersion1, Implementation: Implementation{Name: "fake", Version: "0"},
+		Capabilities: []Capability{CapStatus, CapJournalPID}, Profiles: []Profile{ProfileCore}},
 }
 
 // serveFakeDriver, in mode "hang", never answers; otherwise it answers hello with fakeHellos[mode] and everything else

@@ -8,10 +8,54 @@ import (
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
-// ProtocolVersion is the version of the protocol this package speaks. A
-// driver answers hello with the version it implements; the client rejects
+// ProtocolVersion is the version of the protocol this package speaks: the
+// client sends it in hello and the reference driver answers with it. A
+// driver answers hello with the version it implements; the client accepts
+// this version and ProtocolVersion1 (AcceptedProtocolVersions) and rejects
 // any other.
-const ProtocolVersion = "mcplife-driver/1"
+const ProtocolVersion = "mcplife-driver/2"
+
+// ProtocolVersion1 is the previous version of the protocol. Version 2 added
+// the eras field of hello; a driver of version 1 announces no eras and is
+// taken to speak the legacy era only (HelloResult.SpokenEras). The client
+// still accepts it, and the reference driver answers it to a harness that
+// asks for it.
+const ProtocolVersion1 = "mcplife-driver/1"
+
+// AcceptedProtocolVersions returns the versions the client accepts in a
+// driver's hello, newest first.
+func AcceptedProtocolVersions() []string { return []string{ProtocolVersion, ProtocolVersion1} }
+
+// Era names a generation of the MCP protocol. The vocabulary is closed
+// within a protocol version, like capabilities and profiles.
+type Era string
+
+// The eras.
+const (
+	// EraLegacy is the handshake era: initialize and
+	// notifications/initialized, protocol versions up to 2025-11-25.
+	EraLegacy Era = "legacy"
+	// EraModern is the stateless era of revision 2026-07-28: no handshake
+	// (the version travels in each request's _meta), server/discover, no
+	// protocol sessions, no ping.
+	EraModern Era = "modern"
+)
+
+// EraInfo documents one era.
+type EraInfo struct {
+	Name Era
+	// Versions are the MCP protocol versions of the era.
+	Versions string
+	Meaning  string
+}
+
+// Eras returns the era vocabulary in documentation order.
+func Eras() []EraInfo {
+	return []EraInfo{
+		{EraLegacy, "2025-11-25 and older", "the handshake era: a connection begins with initialize and notifications/initialized; ping, logging/setLevel, protocol sessions (Mcp-Session-Id) and Last-Event-ID resumption exist"},
+		{EraModern, "2026-07-28", "the stateless era: no handshake (the version and client capabilities travel in each request's _meta), server/discover, no ping, no logging/setLevel, no protocol sessions, no resumption"},
+	}
+}
 
 // The methods, in documentation order.
 const (
@@ -343,7 +387,29 @@ type HelloResult struct {
 	Implementation Implementation `json:"implementation"`
 	Capabilities   []Capability   `json:"capabilities"`
 	Profiles       []Profile      `json:"profiles"`
+	// Eras are the MCP protocol eras the implementation speaks (version 2;
+	// required and not empty there, absent in version 1).
+	Eras []Era `json:"eras,omitempty"`
 }
+
+// SpokenEras returns the eras the implementation speaks, in vocabulary
+// order: those announced, or EraLegacy alone for a driver of
+// ProtocolVersion1, which cannot announce eras.
+func (h *HelloResult) SpokenEras() []Era {
+	if h.Protocol == ProtocolVersion1 {
+		return []Era{EraLegacy}
+	}
+	var out []Era
+	for _, e := range Eras() {
+		if slices.Contains(h.Eras, e.Name) {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+// Speaks reports whether the implementation speaks era e (SpokenEras).
+func (h *HelloResult) Speaks(e Era) bool { return slices.Contains(h.SpokenEras(), e) }
 
 // Has reports whether the driver announced capability c.
 func (h *HelloResult) Has(c Capability) bool { return slices.Contains(h.Capabilities, c) }
@@ -589,8 +655,26 @@ type Empty struct{}
 // validate checks a HelloResult against the protocol: the version, and the
 // closed vocabularies of capabilities and profiles.
 func (h *HelloResult) validate() error {
-	if h.Protocol != ProtocolVersion {
+	if !slices.Contains(AcceptedProtocolVersions(), h.Protocol) {
 		return &VersionError{Got: h.Protocol, Implementation: h.Implementation}
+	}
+	switch {
+	case h.Protocol == ProtocolVersion1 && len(h.Eras) > 0:
+		return fmt.Errorf("driver: hello: eras is a field of %s, not of %s", ProtocolVersion, ProtocolVersion1)
+	case h.Protocol != ProtocolVersion1 && len(h.Eras) == 0:
+		return fmt.Errorf("driver: hello: no eras (protocol %s requires the MCP protocol eras the implementation speaks)", h.Protocol)
+	}
+	knownEras := map[Era]bool{}
+	for _, e := range Eras() {
+		knownEras[e.Name] = true
+	}
+	for i, e := range h.Eras {
+		if !knownEras[e] {
+			return fmt.Errorf("driver: hello: unknown era %q (protocol %s)", e, h.Protocol)
+		}
+		if slices.Contains(h.Eras[:i], e) {
+			return fmt.Errorf("driver: hello: era %q announced twice", e)
+		}
 	}
 	known := map[Capability]bool{}
 	for _, c := range Capabilities() {
@@ -598,7 +682,7 @@ func (h *HelloResult) validate() error {
 	}
 	for _, c := range h.Capabilities {
 		if !known[c] {
-			return fmt.Errorf("driver: hello: unknown capability %q (protocol %s)", c, ProtocolVersion)
+			return fmt.Errorf("driver: hello: unknown capability %q (protocol %s)", c, h.Protocol)
 		}
 	}
 	profiles := map[Profile]ProfileInfo{}
@@ -608,7 +692,7 @@ func (h *HelloResult) validate() error {
 	for _, p := range h.Profiles {
 		info, ok := profiles[p]
 		if !ok {
-			return fmt.Errorf("driver: hello: unknown profile %q (protocol %s)", p, ProtocolVersion)
+			return fmt.Errorf("driver: hello: unknown profile %q (protocol %s)", p, h.Protocol)
 		}
 		for _, c := range info.Requires {
 			if !h.Has(c) {
@@ -630,5 +714,5 @@ func (e *VersionError) Error() string {
 	if impl == "" {
 		impl = "the driver"
 	}
-	return fmt.Sprintf("driver: protocol version mismatch: %s speaks %q, this harness speaks %q", impl, e.Got, ProtocolVersion)
+	return fmt.Sprintf("driver: protocol version mismatch: %s speaks %q, this harness speaks %q (and accepts %q)", impl, e.Got, ProtocolVersion, ProtocolVersion1)
 }

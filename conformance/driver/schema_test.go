@@ -68,7 +68,10 @@ func enumAt(t *testing.T, name string, keys ...string) []string {
 }
 
 func TestSchemaVocabularies(t *testing.T) {
-	var kinds, caps, profiles, codes, outcomes []string
+	var kinds, caps, profiles, eras, codes, outcomes []string
+	for _, e := range Eras() {
+		eras = append(eras, string(e.Name))
+	}
 	for _, k := range event.Kinds() {
 		kinds = append(kinds, string(k.Kind))
 	}
@@ -92,6 +95,7 @@ func TestSchemaVocabularies(t *testing.T) {
 		{SchemaEvent, []string{"properties", "event", "properties", "kind"}, kinds},
 		{"hello.result", []string{"properties", "capabilities", "items"}, caps},
 		{"hello.result", []string{"properties", "profiles", "items"}, profiles},
+		{"hello.result", []string{"properties", "eras", "items"}, eras},
 		{SchemaResponse, []string{"properties", "error", "properties", "code"}, codes},
 		{SchemaCallResult, []string{"properties", "error", "properties", "code"}, outcomes},
 		{SchemaAcquireResult, []string{"properties", "error", "properties", "code"}, outcomes},
@@ -135,6 +139,12 @@ func TestSchemaExamples(t *testing.T) {
 	}{
 		{SchemaRequest, `{"id":1,"method":"hello","params":{"protocol":"mcplife-driver/1"}}`, true},
 		{SchemaRequest, `{"id":1.5,"method":"hello"}`, false},
+		{"hello.result", `{"protocol":"mcplife-driver/2","implementation":{"name":"x","version":"1"},"capabilities":[],"profiles":[],"eras":["legacy"]}`, true},
+		{"hello.result", `{"protocol":"mcplife-driver/2","implementation":{"name":"x","version":"1"},"capabilities":[],"profiles":[]}`, false},
+		{"hello.result", `{"protocol":"mcplife-driver/2","implementation":{"name":"x","version":"1"},"capabilities":[],"profiles":[],"eras":[]}`, false},
+		{"hello.result", `{"protocol":"mcplife-driver/2","implementation":{"name":"x","version":"1"},"capabilities":[],"profiles":[],"eras":["stateless"]}`, false},
+		{"hello.result", `{"protocol":"mcplife-driver/1","implementation":{"name":"x","version":"1"},"capabilities":[],"profiles":[]}`, true},
+		{"hello.result", `{"protocol":"mcplife-driver/1","implementation":{"name":"x","version":"1"},"capabilities":[],"profiles":[],"eras":["legacy"]}`, false},
 		{SchemaRequest, `{"method":"hello"}`, false},
 		{SchemaResponse, `{"type":"response","id":1,"result":{}}`, true},
 		{SchemaResponse, `{"type":"response","id":null,"error":{"code":"bad_request","message":"x"}}`, true},

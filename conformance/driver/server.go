@@ -33,6 +33,9 @@ type ServeOptions struct {
 	// Profiles, when not nil, replaces the claimed profiles (every profile
 	// by default).
 	Profiles []Profile
+	// Eras, when not nil, replaces the announced MCP protocol eras (every
+	// era by default: the reference runtime speaks both).
+	Eras []Era
 	// Configure, when set, may change the runtime options the driver built
 	// from start's params just before the runtime is created. The
 	// conformance suite uses it to build deliberately broken variants.
@@ -167,6 +170,11 @@ func newDriver(ctx context.Context, opts ServeOptions, out io.Writer) *driver {
 	if opts.Profiles == nil {
 		for _, p := range Profiles() {
 			opts.Profiles = append(opts.Profiles, p.Name)
+		}
+	}
+	if opts.Eras == nil {
+		for _, e := range Eras() {
+			opts.Eras = append(opts.Eras, e.Name)
 		}
 	}
 	d := &driver{
