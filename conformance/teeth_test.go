@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/conformance/faults"
+	"github.com/mcplife/mcplife/internal/fixturebuild"
 )
 
 // harnessEnv names a prebuilt harness binary with the deliberate defects
@@ -276,6 +277,17 @@ func buildHarness(t *testing.T) string {
 	return bin
 }
 
+// buildFixture builds the fixture server as a program of its own, once
+// per test (internal/fixturebuild).
+func buildFixture(t *testing.T) string {
+	t.Helper()
+	bin, err := fixturebuild.Build(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatalf("building the fixture: %v", err)
+	}
+	return bin
+}
+
 // teethRun is one run of `harness conformance` in its own process.
 type teethRun struct {
 	err      error // the run could not be made or read
@@ -397,8 +409,10 @@ func TestTeeth(t *testing.T) {
 	bin := buildHarness(t)
 	impl := "-impl=" + bin + " driver"
 	// Broken variants make specs wait for what never comes, or drivers that
-	// cannot shut down: bound both tighter than for a real run.
-	limits := []string{"-await-timeout=10s", "-shutdown-timeout=20s"}
+	// cannot shut down: bound both tighter than for a real run. Every run's
+	// servers are the fixture built on its own (a harness playing the
+	// fixture costs its whole initialization per server process).
+	limits := []string{"-await-timeout=10s", "-shutdown-timeout=20s", "-fixture=" + buildFixture(t)}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -446,7 +460,10 @@ func TestTeeth(t *testing.T) {
 		if err := os.WriteFile(baseline, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		args := append([]string{impl, "-baseline=" + baseline}, limits...)
+		// The variants run in-process: the driver protocol is the same as
+		// through `harness driver` (the reference run above proves that
+		// path on every requirement), without a second process per run.
+		args := append([]string{"-baseline=" + baseline}, limits...)
 		if !full {
 			args = append(args, "-req="+strings.Join(want, ","))
 		}
