@@ -13,13 +13,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplife/mcplife/conformance/driver"
-	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/internal/proctest"
 )
 
-// roleEnv makes the test binary play another role: "fixture" (the fixture
-// MCP server, for the servers the suite configures) or "driver" (the
-// reference driver on stdin/stdout).
+// roleEnv makes the test binary play another role: "driver" (the
+// reference driver on stdin/stdout) or doNothingRole. The servers the suite
+// configures are the fixture built on its own (buildFixture).
 const roleEnv = "MCPLIFE_CONFORMANCE_ROLE"
 
 var (
@@ -37,8 +36,6 @@ var (
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
-	case "fixture":
-		os.Exit(fixture.Main())
 	case doNothingRole:
 		if err := serveDoNothing(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "do-nothing driver:", err)
@@ -93,15 +90,6 @@ func ginkgoLeakOptions() []goleak.Option {
 	}
 }
 
-// selfFixture is the fixture as the test binary plays it.
-func selfFixture(t testing.TB) Fixture {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Fixture{Command: exe, Env: map[string]string{roleEnv: "fixture", "GORACE": "atexit_sleep_ms=0"}}
-}
-
 // flagSet reports whether the flag name was given on the command line.
 func flagSet(name string) bool {
 	set := false
@@ -142,7 +130,7 @@ const fastAwaitTimeout = 30 * time.Second
 // by default, or against -impl.
 func TestConformance(t *testing.T) {
 	cfg := Config{
-		Fixture:         selfFixture(t),
+		Fixture:         Fixture{Command: buildFixture(t)},
 		Clock:           *flagClock,
 		TimeScale:       *flagTimeScale,
 		AwaitTimeout:    *flagAwaitTimeout,
