@@ -218,6 +218,12 @@ func (rc *runConfig) setup(env *testscript.Env) error {
 	if err := os.MkdirAll(filepath.Join(env.WorkDir, ".home"), 0o755); err != nil {
 		return err
 	}
+	// Every mcp-fixture the script launches speaks the run's era.
+	path, err := eraPath(filepath.Join(env.WorkDir, ".era"), rc.era(), env.Getenv("PATH"))
+	if err != nil {
+		return err
+	}
+	env.Setenv("PATH", path)
 	name := filepath.Base(env.WorkDir)
 	name = strings.TrimPrefix(name, "script-")
 	t := env.T()

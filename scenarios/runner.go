@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -89,12 +90,31 @@ type RunOptions struct {
 	// Progress, when set, is called as each scenario ends, from one
 	// goroutine at a time.
 	Progress func(Result)
+	// Eras are the protocol eras to run the catalog in, in order
+	// (EraLegacy, EraModern): each era runs every selected scenario once
+	// with its fixture servers in that era (Options.Era); a scenario whose
+	// header declares another era is reported not applicable (StatusNA)
+	// instead. Nil runs Options.Era only.
+	Eras []string
 }
+
+// Statuses of a Result.
+const (
+	StatusPass = "pass"
+	StatusFail = "fail"
+	StatusSkip = "skip"
+	// StatusNA is a scenario not run because its header declares another
+	// protocol era (Scenario.NotApplicable gives the reason).
+	StatusNA = "n/a"
+)
 
 // Result is the outcome of one scenario of a run.
 type Result struct {
 	Scenario
-	// Status is "pass", "fail" or "skip".
+	// Era is the protocol era the scenario ran in (or was not applicable
+	// in).
+	Era string
+	// Status is StatusPass, StatusFail, StatusSkip or StatusNA.
 	Status string
 	// Duration is the scenario's wall time.
 	Duration time.Duration
@@ -116,9 +136,14 @@ type Result struct {
 type Report struct {
 	Hello   *driver.HelloResult
 	Results []Result
+	// Eras are the protocol eras the catalog ran in, in order.
+	Eras    []string
 	Passed  int
 	Failed  int
 	Skipped int
+	// NotApplicable counts the scenarios not run in an era because they
+	// declare the other one.
+	NotApplicable int
 	// Wall is the run's wall time; Virtual sums the virtual time every
 	// scenario covered.
 	Wall    time.Duration
@@ -127,12 +152,25 @@ type Report struct {
 
 // RunCatalog runs the scenarios against the implementation of ro.Options:
 // it probes the driver (hello), extracts the selected scripts into a
-// temporary directory and runs them in parallel. It returns an error only
-// when the run cannot start: no scenario matches (ErrNoMatch), or the
-// driver cannot be started, does not answer hello or speaks another
+// temporary directory and runs them in parallel, once per era of ro.Eras
+// (the eras share the parallel slots). It returns an error only when the
+// run cannot start: no scenario matches (ErrNoMatch), an unknown era, or
+// the driver cannot be started, does not answer hello or speaks another
 // protocol version. Scenario failures are in the Report.
 func RunCatalog(ctx context.Context, ro RunOptions) (*Report, error) {
 	start := time.Now()
+	eras := ro.Eras
+	if len(eras) == 0 {
+		eras = []string{ro.Era}
+		if ro.Era == "" {
+			eras = []string{EraLegacy}
+		}
+	}
+	for _, e := range eras {
+		if e != EraLegacy && e != EraModern {
+			return nil, fmt.Errorf("unknown protocol era %q (want %s or %s)", e, EraLegacy, EraModern)
+		}
+	}
 	var catalog fs.FS = Catalog
 	var list []Scenario
 	var err error
@@ -175,13 +213,68 @@ func RunCatalog(ctx context.Context, ro RunOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(tmp, "scripts")
+	parallel := ro.Parallel
+	if parallel <= 0 {
+		parallel = 2 * runtime.GOMAXPROCS(0)
+	}
+	sem := make(chan struct{}, parallel)
+	progressMu := &sync.Mutex{}
+	var runners []*runner
+	for _, era := range eras {
+		r, err := startEra(ro, era, catalog, selected, hello, tmp, sem, progressMu)
+		if err != nil {
+			return nil, err
+		}
+		runners = append(runners, r)
+	}
+
+	rep := &Report{Hello: hello, Eras: eras}
+	for _, r := range runners {
+		r.wg.Wait()
+		sort.Slice(r.results, func(i, j int) bool { return r.results[i].Name < r.results[j].Name })
+		rep.Results = append(rep.Results, r.results...)
+	}
+	rep.Wall = time.Since(start)
+	for _, res := range rep.Results {
+		switch res.Status {
+		case StatusPass:
+			rep.Passed++
+		case StatusFail:
+			rep.Failed++
+		case StatusNA:
+			rep.NotApplicable++
+		default:
+			rep.Skipped++
+		}
+		rep.Virtual += res.Virtual
+	}
+	return rep, nil
+}
+
+// startEra starts the scripts of the selected scenarios that apply to era
+// (extracted under tmp) and reports the others not applicable at once; the
+// returned runner's wait group ends when every script of the era has.
+func startEra(ro RunOptions, era string, catalog fs.FS, selected []Scenario, hello *driver.HelloResult, tmp string, sem chan struct{}, progressMu *sync.Mutex) (*runner, error) {
+	dir := filepath.Join(tmp, "scripts-"+era)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, err
 	}
-	byName := map[string]Scenario{}
+	r := &runner{
+		dir:        dir,
+		era:        era,
+		verbose:    ro.Verbose,
+		progress:   ro.Progress,
+		progressMu: progressMu,
+		scenario:   map[string]Scenario{},
+		covered:    map[string]ScriptResult{},
+		sem:        sem,
+	}
 	var files []string
 	for _, sc := range selected {
+		if !sc.AppliesTo(era) {
+			r.record(Result{Scenario: sc, Era: era, Status: StatusNA, Reason: sc.NotApplicable(era)})
+			continue
+		}
 		data, err := fs.ReadFile(catalog, sc.File)
 		if err != nil {
 			return nil, err
@@ -191,22 +284,26 @@ func RunCatalog(ctx context.Context, ro RunOptions) (*Report, error) {
 			return nil, err
 		}
 		files = append(files, p)
-		byName[sc.Name] = sc
+		r.scenario[sc.Name] = sc
 	}
-
-	r := &runner{
-		dir:      dir,
-		verbose:  ro.Verbose,
-		progress: ro.Progress,
-		scenario: byName,
-		covered:  map[string]ScriptResult{},
+	if len(files) == 0 {
+		return r, nil
 	}
-	parallel := ro.Parallel
-	if parallel <= 0 {
-		parallel = 2 * runtime.GOMAXPROCS(0)
-	}
-	r.sem = make(chan struct{}, parallel)
 	opts := ro.Options
+	opts.Era = era
+	if len(opts.Driver) > 0 {
+		// A driver may look commands up on its own PATH (docs/DRIVER.md,
+		// start): give it the era's mcp-fixture first too.
+		env := opts.DriverEnv
+		if env == nil {
+			env = os.Environ()
+		}
+		path, err := eraPath(filepath.Join(tmp, "bin-"+era), era, os.Getenv("PATH"))
+		if err != nil {
+			return nil, err
+		}
+		opts.DriverEnv = append(slices.Clone(env), "PATH="+path)
+	}
 	prev := opts.OnScript
 	opts.OnScript = func(sr ScriptResult) {
 		r.mu.Lock()
@@ -224,22 +321,7 @@ func RunCatalog(ctx context.Context, ro RunOptions) (*Report, error) {
 	if err := top.runTop(func() { testscript.RunT(top, p) }); err != nil {
 		return nil, err
 	}
-	r.wg.Wait()
-
-	rep := &Report{Hello: hello, Results: r.results, Wall: time.Since(start)}
-	sort.Slice(rep.Results, func(i, j int) bool { return rep.Results[i].Name < rep.Results[j].Name })
-	for _, res := range rep.Results {
-		switch res.Status {
-		case "pass":
-			rep.Passed++
-		case "fail":
-			rep.Failed++
-		default:
-			rep.Skipped++
-		}
-		rep.Virtual += res.Virtual
-	}
-	return rep, nil
+	return r, nil
 }
 
 // fixtureOnPath makes a bin directory under tmp with mcp-fixture linked to
@@ -268,9 +350,10 @@ func fixtureOnPath(tmp, exe string) (restore func(), err error) {
 // runner collects the results of one RunCatalog.
 type runner struct {
 	dir        string // where the scripts were extracted
+	era        string // the protocol era of the scripts
 	verbose    bool
 	progress   func(Result)
-	progressMu sync.Mutex // serialises progress calls
+	progressMu *sync.Mutex // serialises progress calls, across eras
 	scenario   map[string]Scenario
 	sem        chan struct{}
 	wg         sync.WaitGroup
@@ -407,31 +490,39 @@ func (t *runT) done() {
 	}
 	switch {
 	case t.failed:
-		res.Status = "fail"
+		res.Status = StatusFail
 		res.Reason = failureReason(res.Log)
 	case t.skipped:
-		res.Status = "skip"
+		res.Status = StatusSkip
 		res.Reason = t.reason
 	default:
-		res.Status = "pass"
+		res.Status = StatusPass
 	}
 	t.mu.Unlock()
 	if res.Name == "" {
 		res.Name = t.name
 	}
+	res.Era = t.r.era
 	t.r.mu.Lock()
 	if c, ok := t.r.covered[t.name]; ok {
 		res.Virtual, res.Checks, res.Events = c.Virtual, c.Checks, c.Events
 	}
-	t.r.results = append(t.r.results, res)
 	t.r.mu.Unlock()
 	if holding {
 		<-t.r.sem
 	}
-	if t.r.progress != nil {
-		t.r.progressMu.Lock()
-		t.r.progress(res)
-		t.r.progressMu.Unlock()
+	t.r.record(res)
+}
+
+// record adds a result and reports it to the progress callback.
+func (r *runner) record(res Result) {
+	r.mu.Lock()
+	r.results = append(r.results, res)
+	r.mu.Unlock()
+	if r.progress != nil {
+		r.progressMu.Lock()
+		r.progress(res)
+		r.progressMu.Unlock()
 	}
 }
 
