@@ -108,7 +108,11 @@ type Server struct {
 	// ConnectMillis is how long the first connect attempt took, -1 when
 	// none finished.
 	ConnectMillis int64 `json:"connectMillis"`
-	Tools         int   `json:"tools"`
+	// Protocol is the MCP protocol version the connection speaks
+	// ("2025-11-25" for a handshake-era server, "2026-07-28" for a
+	// stateless one); "" when the server never connected.
+	Protocol string `json:"protocol"`
+	Tools    int    `json:"tools"`
 	// Shadowed lists the lower-priority definitions of this name that lost
 	// to this one.
 	Shadowed []Location `json:"shadowed"`
@@ -394,12 +398,14 @@ func build(cfg *config.Result, statuses []host.ServerStatus, evs []event.Event, 
 		case st.State == host.StateConnected:
 			s.Status = StatusOK
 			s.Tools = st.Tools
+			s.Protocol = st.Protocol
 		case fo.done && !fo.failed:
 			// Connected, then dropped before the report was taken (a
 			// server that exits after the handshake): the connect worked;
 			// -watch shows what follows.
 			s.Status = StatusOK
 			s.Tools = fo.tools
+			s.Protocol = fo.protocol
 			s.Error = fmt.Sprintf("connected, then %s", st.State)
 			if st.Error != "" {
 				s.Error += ": " + firstLine(st.Error)
@@ -469,6 +475,7 @@ type outcome struct {
 	failed      bool
 	millis      int64
 	tools       int
+	protocol    string
 	err, stderr string
 }
 
@@ -492,6 +499,7 @@ func firstOutcomes(evs []event.Event, byName map[string]*Server) map[string]outc
 				if n, ok := e.Attrs["tools"].(int64); ok {
 					o.tools = int(n)
 				}
+				o.protocol, _ = e.Get("protocol")
 				o.err, _ = e.Get("error")
 				o.stderr, _ = e.Get("stderr")
 				out[e.Server] = o

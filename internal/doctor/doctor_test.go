@@ -255,6 +255,34 @@ func TestGoodAndBroken(t *testing.T) {
 	}
 }
 
+// TestProtocolPerServer checks that the report names the protocol each
+// server speaks: a handshake-era (legacy) fixture 2025-11-25, a stateless
+// one and a dual-era one 2026-07-28 (stdio servers are asked it first), in
+// the JSON form and in the table's PROTOCOL column; a server that never
+// connected has none.
+func TestProtocolPerServer(t *testing.T) {
+	fx := fixturelink.ForTest(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "mcp.json", map[string]any{
+		"legacy":  map[string]any{"command": fx, "env": map[string]string{"MCP_FIXTURE_ERA": "legacy"}},
+		"modern":  map[string]any{"command": fx, "env": map[string]string{"MCP_FIXTURE_ERA": "modern"}},
+		"both":    map[string]any{"command": fx, "env": map[string]string{"MCP_FIXTURE_ERA": "both"}},
+		"crashes": map[string]any{"command": fx, "restart": "never", "env": map[string]string{"MCP_FIXTURE_FAIL_ON_START": "1"}},
+	})
+	rep := check(t, doctor.Options{Files: []string{cfg}})
+	for name, want := range map[string]string{"legacy": "2025-11-25", "modern": "2026-07-28", "both": "2026-07-28", "crashes": ""} {
+		if s := server(t, rep, name); s.Protocol != want {
+			t.Errorf("%s: protocol %q, want %q (%+v)", name, s.Protocol, want, s)
+		}
+	}
+	text := table(t, rep, 100)
+	for _, re := range []string{`(?m)^SERVER +STATUS +TYPE +PROTOCOL +TOOLS `, `(?m)^legacy +ok +stdio +2025-11-25 +9 `, `(?m)^modern +ok +stdio +2026-07-28 +9 `, `(?m)^crashes +failed +stdio +- +- `} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("table does not match %s:\n%s", re, text)
+		}
+	}
+}
+
 // TestDiscoveryShadowingTrust checks discovery from a project and a home
 // directory: the project's definition of a name shadows the user's, a
 // project stdio server is blocked until the workspace is trusted, and a
@@ -364,7 +392,7 @@ func TestJSONSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got != string(want) {
-		t.Errorf("the JSON schema changed (bump doctor.Schema, then MCPLIFE_UPDATE_GOLDEN=1 go test ./internal/doctor):\ngot:\n%swant:\n%s", got, want)
+		t.Errorf("the JSON schema changed (a renamed or removed field bumps doctor.Schema; then MCPLIFE_UPDATE_GOLDEN=1 go test ./internal/doctor):\ngot:\n%swant:\n%s", got, want)
 	}
 	if doctor.Schema != "mcplife-doctor/1" {
 		t.Errorf("Schema = %q", doctor.Schema)

@@ -62,9 +62,9 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 		nameW = max(nameW, utf8.RuneCountInString(textsafe.Line(s.Name)))
 	}
 	nameW = min(nameW, 24)
-	const statusW, typeW, toolsW, connW = 8, 5, 5, 7
+	const statusW, typeW, protoW, toolsW, connW = 8, 5, 10, 5, 7
 	trustW := 18
-	fixed := func() int { return nameW + statusW + typeW + toolsW + connW + trustW + 6*2 }
+	fixed := func() int { return nameW + statusW + typeW + protoW + toolsW + connW + trustW + 7*2 }
 	// Narrow terminals: shrink the name and trust columns before the
 	// source column drops under 20 characters.
 	for width-fixed() < 20 && (nameW > 12 || trustW > 12) {
@@ -77,10 +77,10 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 	}
 	srcW := max(width-fixed(), 10)
 	var b strings.Builder
-	row := func(name, status, typ, tools, conn, trust, src string) {
-		name, status, typ, trust, src = textsafe.Line(name), textsafe.Line(status), textsafe.Line(typ), textsafe.Line(trust), textsafe.Line(src)
-		line := fmt.Sprintf("%-*s  %-*s  %-*s  %*s  %*s  %-*s  %s",
-			nameW, cut(name, nameW), statusW, status, typeW, typ, toolsW, tools, connW, conn, trustW, cut(trust, trustW), cutLeft(src, srcW))
+	row := func(name, status, typ, proto, tools, conn, trust, src string) {
+		name, status, typ, proto, trust, src = textsafe.Line(name), textsafe.Line(status), textsafe.Line(typ), textsafe.Line(proto), textsafe.Line(trust), textsafe.Line(src)
+		line := fmt.Sprintf("%-*s  %-*s  %-*s  %-*s  %*s  %*s  %-*s  %s",
+			nameW, cut(name, nameW), statusW, status, typeW, typ, protoW, cut(proto, protoW), toolsW, tools, connW, conn, trustW, cut(trust, trustW), cutLeft(src, srcW))
 		b.WriteString(cut(strings.TrimRight(line, " "), width) + "\n")
 	}
 	detail := func(label, text string) {
@@ -92,7 +92,7 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 		text = textsafe.Line(strings.ReplaceAll(text, "\n", " "))
 		b.WriteString(head + cutKeepEnd(text, width-utf8.RuneCountInString(head)) + "\n")
 	}
-	row("SERVER", "STATUS", "TYPE", "TOOLS", "CONNECT", "TRUST", "SOURCE")
+	row("SERVER", "STATUS", "TYPE", "PROTOCOL", "TOOLS", "CONNECT", "TRUST", "SOURCE")
 	counts := map[string]int{}
 	for _, s := range rep.Servers {
 		counts[s.Status]++
@@ -106,9 +106,12 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 		case s.ConnectMillis >= 0:
 			conn = fmt.Sprintf("%dms", s.ConnectMillis)
 		}
-		typ, trust := s.Transport, s.Trust
+		typ, proto, trust := s.Transport, s.Protocol, s.Trust
 		if typ == "" {
 			typ = "-"
+		}
+		if proto == "" {
+			proto = "-"
 		}
 		if trust == "" {
 			trust = "-"
@@ -120,7 +123,7 @@ func WriteTable(w io.Writer, rep *Report, o TableOptions) error {
 		if s.Level != "" {
 			src += " (" + s.Level + ")"
 		}
-		row(s.Name, s.Status, typ, tools, conn, trust, src)
+		row(s.Name, s.Status, typ, proto, tools, conn, trust, src)
 		switch {
 		case s.Error != "" && s.Status == StatusOK:
 			errorDetail("note:", s.Error)
@@ -182,7 +185,7 @@ func WatchLine(e event.Event, width int) string {
 	ms := e.At.Milliseconds()
 	head := fmt.Sprintf("%4d.%03ds  %-22s %s", ms/1000, ms%1000, textsafe.Line(string(e.Kind)), textsafe.Line(e.Server))
 	var b strings.Builder
-	for _, k := range []string{"attempt", "reason", "delay_ms", "next_delay_ms", "tools", "pid", "status", "planned", "step", "method", "healthy", "idle_ms", "policy"} {
+	for _, k := range []string{"attempt", "reason", "delay_ms", "next_delay_ms", "tools", "protocol", "pid", "status", "planned", "step", "method", "healthy", "idle_ms", "policy"} {
 		if v, ok := e.Get(k); ok && v != "" {
 			fmt.Fprintf(&b, " %s=%s", k, textsafe.Line(v))
 		}
