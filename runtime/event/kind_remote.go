@@ -2,7 +2,8 @@ package event
 
 // The vocabulary of remote (http and sse) servers: what the runtime does when
 // a server forgets the session, drops a response stream, rejects the
-// credential, throttles or cannot be reached. docs/LIFECYCLE.md ("Remote
+// credential, throttles or cannot be reached, and what differs for a
+// stateless (2026-07-28) server. docs/LIFECYCLE.md ("Remote
 // servers") states the rule behind each.
 const (
 	RemoteSessionExpired       Kind = "remote.session_expired"
@@ -22,6 +23,13 @@ const (
 	RemoteAuthFailed           Kind = "remote.auth_failed"
 	RemoteThrottled            Kind = "remote.throttled"
 	RemoteUnreachable          Kind = "remote.unreachable"
+
+	// The stateless revision (2026-07-28) over streamable HTTP: no
+	// session to expire, no stream to resume.
+	RemoteNotFound        Kind = "remote.not_found"
+	RemoteStreamLost      Kind = "remote.stream_lost"
+	RemoteRequestReissued Kind = "remote.request_reissued"
+	RemoteReissueFailed   Kind = "remote.reissue_failed"
 )
 
 // remoteKinds documents the remote vocabulary, in documentation order.
@@ -30,7 +38,7 @@ func remoteKinds() []KindInfo {
 		{RemoteSessionExpired, "the server answered 404 for the connection's MCP session; the connection ends and one re-initialization starts at once", "method"},
 		{RemoteSessionReinitialized, "a new session (initialize + tools/list) replaced the expired one", "tools"},
 		{RemoteSessionReinitFailed, "the re-initialization failed, or the new session expired again within the stability window; the restart policy takes over (reason session-expired)", "error"},
-		{RemoteRequestRetried, "a request was sent again: on the new session after an expiry (session-expired), after Retry-After (retry-after), with a refreshed credential (auth-refreshed) or with the token of an OAuth flow (authorized)", "method, reason"},
+		{RemoteRequestRetried, "a request was sent again: on the new session after an expiry (session-expired), after Retry-After (retry-after), with a refreshed credential (auth-refreshed), with the token of an OAuth flow (authorized), or at once after a stateless server's 404 (not-found)", "method, reason"},
 		{RemoteStreamDropped, "the SSE response stream of a request in flight ended before its answer, after an event id; the resume GET waits retry_ms on the clock", "method, last_event_id, retry_ms"},
 		{RemoteStreamResumed, "a GET with Last-Event-ID resumed the dropped stream", "last_event_id"},
 		{RemoteStreamResumeFailed, "the resume GET failed; the request fails and the connection ends", "last_event_id, error"},
@@ -44,5 +52,9 @@ func remoteKinds() []KindInfo {
 		{RemoteAuthRequired, "the credential was rejected and could not be refreshed (or was rejected again); the server is in state needs-auth and is not restarted", "status, error"},
 		{RemoteThrottled, "the server answered 429 or 503 with Retry-After; the request is sent again once after delay_ms (Retry-After capped by the restart policy's longest delay)", "status, method, retry_after_ms, delay_ms"},
 		{RemoteUnreachable, "a request could not reach the server (connection refused or reset); connect failures follow the restart policy", "method, reason, error"},
+		{RemoteNotFound, "a stateless (2026-07-28) server answered 404 without a JSON-RPC error: no MCP endpoint served the request (an instance behind a load balancer that does not serve it), which is no lost session; the request is sent again once at once (remote.request_retried reason not-found), a second 404 fails it alone", "method"},
+		{RemoteStreamLost, "the SSE response stream of a request on a stateless (2026-07-28) connection ended before its answer; the revision has no Last-Event-ID resumption, so the request is re-issued once (remote.request_reissued), or fails when it was re-issued already", "method"},
+		{RemoteRequestReissued, "a request whose response stream was lost was sent again as a new request with a new id (2026-07-28); its answer is handed to the waiting caller", "method"},
+		{RemoteReissueFailed, "the re-issued request could not be sent or was not answered with a stream or JSON body; the request fails, the connection stays", "method, error"},
 	}
 }

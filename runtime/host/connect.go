@@ -147,6 +147,12 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 	if ir := cs.InitializeResult(); ir != nil {
 		c.protocol = ir.ProtocolVersion
 	}
+	if rc != nil && pin == "" && IsModern(version) && c.protocol != "" && !IsModern(c.protocol) {
+		// An http server refused server/discover and go-sdk went on with
+		// initialize on the same connection: later attempts ask for the
+		// handshake at once.
+		s.learnProtocol(c.protocol, FallbackDiscoverRefused)
+	}
 	return c, tools, "", "", nil
 }
 

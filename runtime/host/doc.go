@@ -64,6 +64,9 @@
 //     resending unseen requests)
 //   - remote.go: the HTTP layer under go-sdk's transports
 //   - resume.go: resuming a dropped response stream
+//   - remote_era.go: the HTTP layer of a stateless (2026-07-28) connection:
+//     a 404 is no lost session, a lost stream is re-issued, server/discover
+//     judged as the era probe
 //   - oauth.go: the OAuth client of auth blocks with a grant
 //   - transport.go: HTTP clients and their sockets
 //   - stray.go, readfail.go, eof.go: what a stdio connection reads that it

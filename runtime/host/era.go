@@ -30,6 +30,11 @@ const (
 const (
 	FallbackDiscoverUnanswered = "discover-unanswered"
 	FallbackInitializeRefused  = "initialize-refused"
+	// FallbackDiscoverRefused: an http server answered server/discover
+	// without the stateless revision (an HTTP error such as 400, 404 or
+	// 405, a JSON-RPC error, or a result whose versions leave 2026-07-28
+	// out) and go-sdk went on with initialize on the same connection.
+	FallbackDiscoverRefused = "discover-refused"
 )
 
 // IsModern tells whether protocol version v is of the stateless era.
@@ -37,11 +42,7 @@ func IsModern(v string) bool { return v >= ProtocolModern }
 
 // protocolRequest is the version a connect attempt of s asks for first: the
 // config's protocolVersion (pinned), else what an earlier fallback learned,
-// else Options.ProtocolVersion, else by transport: the modern revision for
-// stdio (go-sdk falls back to initialize in the same process when
-// server/discover is refused), DefaultProtocolVersion for http and sse,
-// whose servers are stateful handshake-era ones unless built stateless, and
-// for every server of a custom Options.Dial.
+// else Options.ProtocolVersion, else by transport (defaultProtocol).
 func (s *server) protocolRequest() (version string, pinned bool) {
 	if s.cfg.ProtocolVersion != "" {
 		return s.cfg.ProtocolVersion, true
@@ -59,12 +60,17 @@ func (s *server) protocolRequest() (version string, pinned bool) {
 }
 
 // defaultProtocol is the version asked first of a server of transport t
-// when neither its config nor Options.ProtocolVersion names one. Only a
-// stdio process the runtime starts itself (no custom Dialer) is asked the
-// modern revision first: a server that ignores server/discover is then
-// answered by a new process (connect.go).
+// when neither its config nor Options.ProtocolVersion names one. A stdio
+// process the runtime starts itself and a streamable HTTP server are asked
+// the modern revision first: go-sdk falls back to initialize on the same
+// connection when server/discover is refused (on stdio a discover left
+// unanswered is bounded by discoverWatch; over HTTP the reply's status
+// tells the eras apart, remote_era.go). SSE (the 2024-11-05 HTTP+SSE
+// transport, which the stateless revision does not have) and every server
+// of a custom Options.Dial, whose transport the runtime cannot judge, keep
+// DefaultProtocolVersion.
 func defaultProtocol(t config.Transport, customDial bool) string {
-	if t == config.Stdio && !customDial {
+	if (t == config.Stdio || t == config.HTTP) && !customDial {
 		return ProtocolModern
 	}
 	return DefaultProtocolVersion

@@ -63,6 +63,9 @@ type remoteConn struct {
 	expired    bool            // a 404 said the session is gone
 	authErr    error           // the server needs authorization
 	retryAfter time.Duration   // the capped Retry-After of a request refused twice
+	// discoverErr: server/discover got no answer about the era; every
+	// later request fails with it (remote_era.go)
+	discoverErr error
 }
 
 // sessionExpired reports whether a 404 said the session is gone.
@@ -94,6 +97,7 @@ type requestMark struct {
 	rc        *remoteConn
 	unseen404 bool // the request itself was answered 404: the server never saw it
 	throttled int  // the request was refused with this status twice
+	notFound  bool // a stateless server answered the request 404 twice
 }
 
 type requestMarkKey struct{}
@@ -159,6 +163,23 @@ func (t *remoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		m.rc = t.rc
 		m.mu.Unlock()
 	}
+	if err := t.rc.discoverFailure(); err != nil {
+		return nil, err
+	}
+	resp, err := t.exchange(req, body, info, true)
+	if info.method == methodDiscover && req.Context().Err() == nil {
+		t.rc.discoverDone(resp, err) // remote_era.go
+	}
+	return resp, err
+}
+
+// exchange sends req (whose body is body) and handles what the server
+// answers: rejected credentials, Retry-After, an expired session, a lost
+// answer of a stateless connection (remote_era.go). watch wraps an SSE
+// answer so that its loss is resumed (handshake era) or re-issued (stateless
+// revision); a re-issued request is not watched again.
+func (t *remoteTransport) exchange(req *http.Request, body []byte, info rpcInfo, watch bool) (*http.Response, error) {
+	modern := isModernRequest(req)
 	var sentGen int64 // OAuth flows that had succeeded when the request was sent
 	send := func() (*http.Response, error) {
 		r := req.Clone(req.Context())
@@ -179,7 +200,7 @@ func (t *remoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 		resp, err := t.base.RoundTrip(r)
-		if err != nil {
+		if err != nil && r.Context().Err() == nil {
 			t.unreachable(info, err)
 		}
 		return resp, err
@@ -203,11 +224,26 @@ func (t *remoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+	if modern {
+		// No sessions in the stateless revision: an id an instance sends
+		// anyway is no session of this connection.
+		resp.Header.Del("Mcp-Session-Id")
+		if resp.StatusCode == http.StatusNotFound && info.id != "" && info.method != methodDiscover && !jsonRPCErrorBody(resp) {
+			if resp, err = t.notFound(req, info, resp, send); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" && !jsonRPCErrorBody(resp) {
 		t.expired(req, info)
 	}
-	if req.Method == http.MethodPost && info.id != "" && resp.StatusCode == http.StatusOK && isEventStream(resp) {
-		resp.Body = &resumingBody{t: t, req: req, info: info, body: resp.Body}
+	if watch && req.Method == http.MethodPost && info.id != "" && resp.StatusCode == http.StatusOK && isEventStream(resp) {
+		switch {
+		case !modern:
+			resp.Body = &resumingBody{t: t, req: req, info: info, body: resp.Body, sseTracker: sseTracker{info: info}}
+		case info.method != methodListen:
+			resp.Body = newReissuingBody(t, req, body, info, resp.Body)
+		}
 	}
 	return resp, nil
 }

@@ -203,12 +203,17 @@ func TestRemoteRetryAfterConnect(t *testing.T) {
 
 // TestRemoteRefusedFollowsPolicy: a connection reset at once is a connect
 // failure like any other: the restart policy schedules the next attempt.
+// The first request is the era probe server/discover, and its failure
+// ends the attempt without a fallback to initialize.
 func TestRemoteRefusedFollowsPolicy(t *testing.T) {
 	e, _, _ := remoteEnv(t, map[string]string{"MCP_FIXTURE_REFUSE_CONNECTIONS": "1"}, `"restartDelays":[1000]`, Options{StartupGate: -1, LateRegistration: true})
-	e.await(m(event.RemoteUnreachable, "fx", "method", "initialize", "reason", "reset"))
+	e.await(m(event.RemoteUnreachable, "fx", "method", "server/discover", "reason", "reset"))
 	e.await(m(event.RestartScheduled, "fx", "reason", "init-failure", "attempt", "1", "delay_ms", "1000"))
 	e.clock.Advance(time.Second)
 	e.await(m(event.ServerConnected, "fx", "attempt", "1"))
+	if n := e.rt.Events().Count(m(event.RemoteUnreachable, "fx")); n != 1 {
+		t.Fatalf("%d remote.unreachable events, want 1 (no initialize after the failed discover)", n)
+	}
 }
 
 // TestLifecycleDocNamesRemoteEvents: docs/LIFECYCLE.md's "Remote servers"

@@ -187,16 +187,19 @@ func (r *remoteSessions) awaitNewSession(ctx context.Context, c *connection) *co
 
 // retryCall decides what a failed tools/call on a remote server gets:
 // a call answered 404 for an expired session (the server never saw it) is
-// sent once more on the new session; a call refused twice with 429/503 is
-// reported as unavailable. ok is false when neither applies.
+// sent once more on the new session; a call refused twice with 429/503, or
+// answered 404 twice by a stateless server (remote_era.go), is reported as
+// unavailable. ok is false when none applies.
 func (r *remoteSessions) retryCall(ctx context.Context, m *requestMark, name string, args any, ci *callInfo, err error) (_ *mcp.CallToolResult, _ error, ok bool) {
 	s := r.s
 	m.mu.Lock()
-	rc, unseen, throttled := m.rc, m.unseen404, m.throttled
+	rc, unseen, throttled, notFound := m.rc, m.unseen404, m.throttled, m.notFound
 	m.mu.Unlock()
 	switch {
 	case rc == nil:
 		return nil, nil, false
+	case notFound:
+		return nil, r.statelessNotFound(err), true
 	case rc.authRequired() != nil:
 		return nil, &ServerError{Code: CodeAuthRequired, Server: s.name, Kind: ErrAuthRequired, Cause: rc.authRequired()}, true
 	case throttled != 0:

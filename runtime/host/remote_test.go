@@ -50,6 +50,12 @@ func (r *remoteFixture) launch(knobs map[string]string) {
 	cmd.Env = append(os.Environ(), asFixtureEnv+"=1", "GORACE=atexit_sleep_ms=0",
 		"MCP_FIXTURE_TRANSPORT="+r.transport, "MCP_FIXTURE_LISTEN="+r.addr,
 		"MCP_FIXTURE_PORT_FILE="+portFile, "MCP_FIXTURE_JOURNAL="+r.journal, "MCP_FIXTURE_STATE_FILE="+r.state)
+	// These tests check the handshake era's HTTP behaviours (sessions,
+	// GET streams, Last-Event-ID, ping); the stateless revision's are
+	// scenarios 160-163.
+	if _, ok := knobs["MCP_FIXTURE_ERA"]; !ok {
+		cmd.Env = append(cmd.Env, "MCP_FIXTURE_ERA=legacy")
+	}
 	for k, v := range knobs {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

@@ -30,12 +30,19 @@ type resumingBody struct {
 	info rpcInfo
 	body io.ReadCloser
 
-	line      []byte // the current line, up to maxTrackedLine
-	lineLong  bool   // the current line was longer
-	lastID    string
-	retry     time.Duration
-	answered  bool
+	sseTracker
 	resumedAt string // the last event id of the last resume
+}
+
+// sseTracker follows an SSE response stream of one request: its last event
+// id, the server's `retry:` and whether the request's answer went by.
+type sseTracker struct {
+	info     rpcInfo
+	line     []byte // the current line, up to maxTrackedLine
+	lineLong bool   // the current line was longer
+	lastID   string
+	retry    time.Duration
+	answered bool
 }
 
 func (b *resumingBody) Read(p []byte) (int, error) {
@@ -60,7 +67,7 @@ func (b *resumingBody) Read(p []byte) (int, error) {
 func (b *resumingBody) Close() error { return b.body.Close() }
 
 // observe scans stream bytes for event ids, `retry:` and the answer.
-func (b *resumingBody) observe(p []byte) {
+func (b *sseTracker) observe(p []byte) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		chunk := p
@@ -81,7 +88,7 @@ func (b *resumingBody) observe(p []byte) {
 	}
 }
 
-func (b *resumingBody) endLine() {
+func (b *sseTracker) endLine() {
 	line := bytes.TrimSuffix(b.line, []byte{'\r'})
 	long := b.lineLong
 	b.line, b.lineLong = b.line[:0], false
@@ -102,7 +109,7 @@ func (b *resumingBody) endLine() {
 }
 
 // isAnswer reports whether data is the JSON-RPC response to the request.
-func (b *resumingBody) isAnswer(data []byte, cut bool) bool {
+func (b *sseTracker) isAnswer(data []byte, cut bool) bool {
 	if !cut {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
