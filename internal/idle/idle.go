@@ -148,6 +148,10 @@ type Source struct {
 	Contradictions []func() string
 	// Pace adapts the settle window; nil uses a fresh one.
 	Pace *Pace
+
+	// followers read the journals incrementally during one Bound's watch;
+	// nil reads each journal whole.
+	followers map[string]*fixturejournal.Follower
 }
 
 // Bound returns a context that ends when parent does, after d, when the
@@ -160,6 +164,11 @@ func Bound(parent context.Context, d time.Duration, src Source) (context.Context
 	}
 	if src.Pace == nil {
 		src.Pace = &Pace{}
+	}
+	// The watch reads every journal each tick: only what was appended.
+	src.followers = make(map[string]*fixturejournal.Follower, len(src.Journals))
+	for _, p := range src.Journals {
+		src.followers[p] = fixturejournal.NewFollower(p)
 	}
 	ictx, stop := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -207,7 +216,7 @@ func (src Source) observe() snapshot {
 	s.journals = b.String()
 	b.Reset()
 	for _, k := range keys {
-		j, _ := read(src.Journals[k])
+		j, _ := src.read(src.Journals[k])
 		for _, pid := range j.allPIDs() {
 			// Bytes moved by a fixture are progress even when no journal
 			// line or event says so (a long line, a flood of stderr).
@@ -318,7 +327,7 @@ func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 	}
 	journals := map[string]journal{}
 	for k, p := range src.Journals {
-		j, err := read(p)
+		j, err := src.read(p)
 		if err != nil {
 			return "journal " + k + " unreadable"
 		}
@@ -712,9 +721,16 @@ func attrInt(e event.Event, k string) int {
 // journal is a fixture journal.
 type journal []fixturejournal.Entry
 
-// read reads a journal file; a missing one has no entries.
-func read(path string) (journal, error) {
-	es, err := fixturejournal.Read(path)
+// read reads a journal file, through its follower when the watch has one;
+// a missing one has no entries.
+func (src Source) read(path string) (journal, error) {
+	var es []fixturejournal.Entry
+	var err error
+	if f, ok := src.followers[path]; ok {
+		es, err = f.Read()
+	} else {
+		es, err = fixturejournal.Read(path)
+	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}

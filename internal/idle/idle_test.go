@@ -95,7 +95,7 @@ func TestHolds(t *testing.T) {
 
 func readFile(t *testing.T, p string) journal {
 	t.Helper()
-	j, err := read(p)
+	j, err := Source{}.read(p)
 	if err != nil {
 		t.Fatal(err)
 	}
