@@ -72,6 +72,20 @@ func (s *server) learnProtocol(version, reason string) {
 	s.emit(event.ServerProtocolFallback, event.String("protocol", version), event.String("reason", reason))
 }
 
+// unlearnProtocol forgets version, learned from a server/discover left
+// unanswered, when the handshake that followed in the same process failed
+// too: the silence was a server stuck in its start (a modern server that
+// hangs on discover), not one of the handshake era, so later attempts ask
+// the era they asked before, as they would of a server hanging in
+// initialize.
+func (s *server) unlearnProtocol(version string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.learnedProtocol == version {
+		s.learnedProtocol = ""
+	}
+}
+
 // connectTry is one try of a connect attempt, asking for protocol version:
 // dial, handshake (or server/discover), list tools. When a modern-only
 // server refuses the handshake it returns the version to try next and why
@@ -124,7 +138,8 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 	client := s.newClient(c) // handlers_client.go
 	c.client = client
 	cs, err := client.Connect(tctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if dw != nil && dw.stop() {
+	guessed := dw != nil && dw.stop()
+	if guessed {
 		version = ProtocolLegacy // go-sdk went on with initialize
 	}
 	if err != nil {
@@ -133,11 +148,17 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 			rt.endTry(s, p)
 			return nil, nil, next, reason, nil
 		}
+		if guessed {
+			s.unlearnProtocol(ProtocolLegacy)
+		}
 		return nil, nil, "", "", rt.connectFailed(s, failedAttempt{ctx: tctx, err: err, proc: p, stray: c.stray, remote: rc})
 	}
 	c.cs = cs
 	tools, err := s.listTools(tctx, cs)
 	if err != nil {
+		if guessed {
+			s.unlearnProtocol(ProtocolLegacy)
+		}
 		sockets.closeAll()
 		closeSession(cs)
 		return nil, nil, "", "", rt.connectFailed(s, failedAttempt{ctx: tctx, err: err, proc: p, stray: c.stray, remote: rc})

@@ -213,11 +213,13 @@ func TestFixtureEchoAndCleanClose(t *testing.T) {
 }
 
 // TestFixtureSlowCallHealthyProbe is seed scenario 072 (probe success): a
-// hanging tool with a healthy ping times out and nothing restarts.
+// hanging tool with a healthy ping times out and nothing restarts. The seed's
+// probe starts with ping, which only the handshake era has: the fixture is
+// legacy-only (the modern probe: scenarios 072c and 153).
 func TestFixtureSlowCallHealthyProbe(t *testing.T) {
 	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
 		return map[string]json.RawMessage{"fx": e.fixtureServer("fx", map[string]string{
-			"MCP_FIXTURE_MODE": "restart", "MCP_FIXTURE_SKIP_EXIT": "1", "MCP_FIXTURE_HANG_MS": "600000",
+			"MCP_FIXTURE_ERA": "legacy", "MCP_FIXTURE_MODE": "restart", "MCP_FIXTURE_SKIP_EXIT": "1", "MCP_FIXTURE_HANG_MS": "600000",
 		}, `"toolTimeout": 1000`)}
 	}, Options{})
 	sess, _ := e.rt.OpenSession(t.Context(), SessionOptions{})
@@ -242,11 +244,12 @@ func TestFixtureSlowCallHealthyProbe(t *testing.T) {
 
 // TestFixtureWedgedServerRestartRecovers is seed scenario 071: the event
 // loop is blocked, the tool times out, ping and tools/list fail, the server is
-// restarted and the retried call answers recovered:.
+// restarted and the retried call answers recovered:. Legacy-only fixture, for
+// the seed's ping (the modern era: scenario 071 in a modern run).
 func TestFixtureWedgedServerRestartRecovers(t *testing.T) {
 	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
 		return map[string]json.RawMessage{"fx": e.fixtureServer("fx", map[string]string{
-			"MCP_FIXTURE_MODE": "restart", "MCP_FIXTURE_BLOCK_EVENT_LOOP": "1", "MCP_FIXTURE_HANG_MS": "600000",
+			"MCP_FIXTURE_ERA": "legacy", "MCP_FIXTURE_MODE": "restart", "MCP_FIXTURE_BLOCK_EVENT_LOOP": "1", "MCP_FIXTURE_HANG_MS": "600000",
 			"MCP_FIXTURE_STATE_FILE": filepath.Join(e.dir, "state.json"),
 		}, `"toolTimeout": 1000`)}
 	}, Options{})
