@@ -173,63 +173,123 @@ func TestParseBaseline(t *testing.T) {
 	}
 }
 
-// specReport fakes a ginkgo spec report of requirement id.
-func specReport(id string, state types.SpecState, msg string) types.SpecReport {
+// specReport fakes a ginkgo spec report of a requirement in an era (key
+// id@era).
+func specReport(key string, state types.SpecState, msg string) types.SpecReport {
+	id, era := SplitKey(key)
 	r, _ := Lookup(id)
 	return types.SpecReport{
 		LeafNodeType:   types.NodeTypeIt,
-		LeafNodeLabels: r.Labels(),
+		LeafNodeLabels: r.Labels(era),
 		State:          state,
 		Failure:        types.Failure{Message: msg},
 	}
 }
 
-// TestVerdicts checks how ginkgo's report and the baseline make verdicts.
+// TestVerdicts checks how ginkgo's report and the baseline make verdicts,
+// per requirement and era: a baseline entry without an era covers every
+// era, one with an era only that era.
 func TestVerdicts(t *testing.T) {
 	rep := types.Report{SpecReports: types.SpecReports{
-		specReport("CORE-CONNECT-001", types.SpecStatePassed, ""),
-		specReport("CORE-CONNECT-002", types.SpecStateFailed, "journal: boom"),
-		specReport("CORE-NAMING-001", types.SpecStateFailed, "expected"),
-		specReport("CORE-NAMING-002", types.SpecStatePassed, ""),
-		specReport("SEC-WRAP-001", types.SpecStateSkipped, "not applicable: the driver does not claim profile security"),
+		specReport("CORE-CONNECT-001@legacy", types.SpecStatePassed, ""),
+		specReport("CORE-CONFIG-001@modern", types.SpecStatePassed, ""),
+		specReport("CORE-CONNECT-002@legacy", types.SpecStateFailed, "journal: boom"),
+		specReport("CORE-NAMING-001@legacy", types.SpecStateFailed, "expected"),
+		specReport("CORE-NAMING-001@modern", types.SpecStateFailed, "expected"),
+		specReport("CORE-NAMING-002@legacy", types.SpecStatePassed, ""),
+		specReport("CORE-RESULT-003@modern", types.SpecStateFailed, "expected in modern"),
+		specReport("CORE-RESULT-003@legacy", types.SpecStatePassed, ""),
+		specReport("SEC-WRAP-001@legacy", types.SpecStateSkipped, "not applicable: the driver does not claim profile security"),
 	}}
 	s := &state{cfg: Config{Target: Target{Name: "t"}, Baseline: &Baseline{File: "b.txt", Reasons: map[string]string{
-		"CORE-NAMING-001": "known", "CORE-NAMING-002": "was broken",
-	}}}, mode: ClockVirtual, hello: &driver.HelloResult{Implementation: driver.Implementation{Name: "x"}}}
+		"CORE-NAMING-001": "known", "CORE-NAMING-002": "was broken", "CORE-RESULT-003@modern": "modern only",
+	}}}, mode: ClockVirtual, hello: &driver.HelloResult{Protocol: driver.ProtocolVersion, Implementation: driver.Implementation{Name: "x"}, Eras: Both}}
 	res := summarize(s, rep)
 	want := map[string]Verdict{
-		"CORE-CONNECT-001": Passed, "CORE-CONNECT-002": Failed, "CORE-NAMING-001": ExpectedFailure,
-		"CORE-NAMING-002": StaleBaseline, "SEC-WRAP-001": NotApplicable, "SEC-WRAP-002": NotSelected,
+		"CORE-CONNECT-001@legacy": Passed, "CORE-CONFIG-001@modern": Passed, "CORE-CONNECT-002@legacy": Failed,
+		"CORE-NAMING-001@legacy": ExpectedFailure, "CORE-NAMING-001@modern": ExpectedFailure,
+		"CORE-NAMING-002@legacy": StaleBaseline, "CORE-NAMING-002@modern": NotSelected,
+		"CORE-RESULT-003@modern": ExpectedFailure, "CORE-RESULT-003@legacy": Passed,
+		"SEC-WRAP-001@legacy": NotApplicable, "SEC-WRAP-002@legacy": NotSelected,
 	}
-	for id, v := range want {
-		if o, _ := res.Outcome(id); o.Verdict != v {
-			t.Errorf("%s: %s, want %s", id, o.Verdict, v)
+	for key, v := range want {
+		id, era := SplitKey(key)
+		if o, _ := res.Outcome(id, era); o.Verdict != v {
+			t.Errorf("%s: %s, want %s", key, o.Verdict, v)
 		}
 	}
-	if res.OK || res.Passed != 1 || res.Failed != 2 || res.Expected != 1 || res.Stale != 1 || res.NotApplicable != 1 {
+	if res.OK || res.Passed != 3 || res.Failed != 2 || res.Expected != 3 || res.Stale != 1 || res.NotApplicable != 1 {
 		t.Errorf("totals: %+v", res)
 	}
-	if res.Skipped != len(Requirements())-4 {
-		t.Errorf("skipped %d", res.Skipped)
+	if len(res.Outcomes) != len(Keys()) || res.Skipped != len(Keys())-8 {
+		t.Errorf("%d outcomes for %d keys, skipped %d", len(res.Outcomes), len(Keys()), res.Skipped)
 	}
 	var out bytes.Buffer
 	res.WriteSummary(&out)
 	last := strings.TrimSpace(out.String())
 	last = last[strings.LastIndex(last, "\n")+1:]
-	if wantLast := fmt.Sprintf("1 passed, 2 failed, %d skipped", res.Skipped); last != wantLast {
+	if wantLast := fmt.Sprintf("3 passed, 2 failed, %d skipped", res.Skipped); last != wantLast {
 		t.Errorf("closing line %q, want %q", last, wantLast)
 	}
-	for _, m := range []string{"XFAIL CORE-NAMING-001", "STALE CORE-NAMING-002", "FAIL  CORE-CONNECT-002", "N/A   SEC-WRAP-001", "journal: boom"} {
+	for _, m := range []string{"XFAIL CORE-NAMING-001@legacy", "XFAIL CORE-NAMING-001@modern", "STALE CORE-NAMING-002@legacy",
+		"FAIL  CORE-CONNECT-002@legacy", "N/A   SEC-WRAP-001@legacy", "journal: boom", "eras: legacy, modern",
+		"  era modern: 1 passed, 0 failed, 2 expected failures, 0 not applicable"} {
 		if !strings.Contains(out.String(), m) {
 			t.Errorf("summary lacks %q:\n%s", m, out.String())
 		}
 	}
+	v := res.Verdicts()
+	if !slices.Equal(v.Eras, Both) || len(v.Verdicts) != len(Keys()) || v.Verdicts[0].Era != driver.EraLegacy {
+		t.Errorf("verdict report: eras %v, %d verdicts, first %+v", v.Eras, len(v.Verdicts), v.Verdicts[0])
+	}
 
 	// Without failures the run passes; an expected failure alone too.
 	s.cfg.Baseline = &Baseline{File: "b.txt", Reasons: map[string]string{"CORE-CONNECT-002": "known"}}
-	rep.SpecReports = rep.SpecReports[:2]
+	rep.SpecReports = rep.SpecReports[:3]
 	if res := summarize(s, rep); !res.OK {
 		t.Errorf("a run with only expected failures fails: %+v", res)
+	}
+}
+
+// TestBaselineEras checks baseline entries with an era: they parse, an era
+// the requirement does not apply to is refused, and so is an id listed
+// both for every era and for one.
+func TestBaselineEras(t *testing.T) {
+	var legacyOnly Requirement
+	for _, r := range Requirements() {
+		if !r.Has(driver.EraModern) {
+			legacyOnly = r
+			break
+		}
+	}
+	for _, c := range []struct {
+		text, err string
+	}{
+		{"CORE-RESULT-003@modern why\nCORE-NAMING-001 why\n", ""},
+		{"CORE-RESULT-003@future why\n", "CORE-RESULT-003@future"},
+		{"CORE-RESULT-003 why\nCORE-RESULT-003@legacy why\n", "listed for every era and as CORE-RESULT-003@legacy"},
+		{legacyOnly.ID + "@modern why\n", "applies to legacy"},
+	} {
+		b, err := ParseBaseline("b.txt", strings.NewReader(c.text))
+		if err == nil {
+			err = b.check()
+		}
+		if (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%q: error %v, want one containing %q", c.text, err, c.err)
+		}
+	}
+	b, _ := ParseBaseline("b.txt", strings.NewReader("CORE-RESULT-003@modern m\nCORE-NAMING-001 all\n"))
+	for _, c := range []struct {
+		key, reason string
+		ok          bool
+	}{
+		{"CORE-RESULT-003@modern", "m", true}, {"CORE-RESULT-003@legacy", "", false},
+		{"CORE-NAMING-001@legacy", "all", true}, {"CORE-NAMING-001@modern", "all", true}, {"CORE-NAMING-001", "all", true},
+		{"CORE-RESULT-003", "", false},
+	} {
+		if r, ok := b.ReasonFor(c.key); r != c.reason || ok != c.ok {
+			t.Errorf("ReasonFor(%s) = %q, %v; want %q, %v", c.key, r, ok, c.reason, c.ok)
+		}
 	}
 }
 

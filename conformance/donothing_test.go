@@ -43,7 +43,7 @@ func serveDoNothing(r io.Reader, w io.Writer) error {
 		var result any = struct{}{}
 		switch req.Method {
 		case driver.MethodHello:
-			result = driver.HelloResult{Protocol: driver.ProtocolVersion, Implementation: driver.Implementation{Name: "do-nothing", Version: "1"}, Capabilities: caps, Profiles: profiles}
+			result = driver.HelloResult{Protocol: driver.ProtocolVersion, Implementation: driver.Implementation{Name: "do-nothing", Version: "1"}, Capabilities: caps, Profiles: profiles, Eras: Both}
 		case driver.MethodSessionOpen:
 			result = driver.SessionOpenResult{Report: driver.StartReport{Ready: []string{}, Failed: []string{}, Deferred: []string{}, Late: []string{}, Errors: map[string]string{}}}
 		case driver.MethodToolsList:

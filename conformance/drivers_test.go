@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,8 +42,12 @@ func TestMatrix(t *testing.T) {
 		t.Errorf("the first column is %q, want the reference runtime's (%s/%s/report.json)", cols[0].Name, driversDir, ReferenceColumn)
 	}
 	for _, c := range cols {
-		if len(c.Report.Verdicts) != len(Requirements()) {
-			t.Errorf("%s/%s/report.json has %d verdicts for %d requirements: rerun .ci/drivers -update", driversDir, c.Name, len(c.Report.Verdicts), len(Requirements()))
+		if len(c.Report.Verdicts) != len(Keys()) || len(c.Report.Eras) == 0 {
+			t.Errorf("%s/%s/report.json has %d verdicts for %d requirements and eras, eras %v: rerun .ci/drivers -update",
+				driversDir, c.Name, len(c.Report.Verdicts), len(Keys()), c.Report.Eras)
+		}
+		if c.Name == ReferenceColumn && !slices.Equal(c.Report.Eras, Both) {
+			t.Errorf("the reference's report speaks %v; it must show both eras", c.Report.Eras)
 		}
 		for _, v := range c.Report.Verdicts {
 			if v.Verdict == Failed || v.Verdict == StaleBaseline {
@@ -85,18 +90,20 @@ func TestDriverBaselines(t *testing.T) {
 			t.Errorf("%v", err)
 			continue
 		}
+		// An entry without an era covers every era: it needs an expected
+		// failure in at least one.
 		xfail := map[string]bool{}
 		for _, v := range rep.Verdicts {
 			if v.Verdict == ExpectedFailure {
-				xfail[v.ID] = true
-				if v.Reason != base.Reasons[v.ID] {
-					t.Errorf("%s: report.json gives %s the reason %q, the baseline %q: rerun .ci/drivers -update", dir, v.ID, v.Reason, base.Reasons[v.ID])
+				xfail[Key(v.ID, v.Era)], xfail[v.ID] = true, true
+				if reason, _ := base.Reason(v.ID, v.Era); v.Reason != reason {
+					t.Errorf("%s: report.json gives %s the reason %q, the baseline %q: rerun .ci/drivers -update", dir, Key(v.ID, v.Era), v.Reason, reason)
 				}
 			}
 		}
-		for id := range base.Reasons {
-			if !xfail[id] {
-				t.Errorf("%s: the baseline lists %s but report.json has no expected failure for it", dir, id)
+		for key := range base.Reasons {
+			if !xfail[key] {
+				t.Errorf("%s: the baseline lists %s but report.json has no expected failure for it", dir, key)
 			}
 		}
 	}
@@ -204,6 +211,9 @@ func TestDriversHello(t *testing.T) {
 				_ = c.Close(ctx)
 				t.Fatalf("hello: %v\nstderr: %s", err, stderr.String())
 			}
+			if !slices.Equal(h.SpokenEras(), rep.Eras) {
+				t.Errorf("hello speaks the eras %v, report.json was measured with %v: rerun .ci/drivers -update", h.SpokenEras(), rep.Eras)
+			}
 			if h.Implementation != rep.Implementation {
 				t.Errorf("hello names %s %s, report.json was measured with %s %s: rerun .ci/drivers -update",
 					h.Implementation.Name, h.Implementation.Version, rep.Implementation.Name, rep.Implementation.Version)
@@ -246,9 +256,10 @@ func needNode(t *testing.T, why string) {
 // reports agree, and a changed verdict, reason or version is reported.
 func TestSameVerdicts(t *testing.T) {
 	base := func() VerdictReport {
-		v := VerdictReport{Implementation: driver.Implementation{Name: "x", Version: "1"}, Clock: "real"}
-		for _, r := range Requirements() {
-			v.Verdicts = append(v.Verdicts, RequirementVerdict{ID: r.ID, Verdict: Passed})
+		v := VerdictReport{Implementation: driver.Implementation{Name: "x", Version: "1"}, Clock: "real", Eras: Both}
+		for _, k := range Keys() {
+			id, era := SplitKey(k)
+			v.Verdicts = append(v.Verdicts, RequirementVerdict{ID: id, Era: era, Verdict: Passed})
 		}
 		return v
 	}
@@ -260,6 +271,12 @@ func TestSameVerdicts(t *testing.T) {
 	got.Verdicts[0] = RequirementVerdict{ID: got.Verdicts[0].ID, Verdict: ExpectedFailure, Reason: "why"}
 	if d := SameVerdicts(base(), got); len(d) != 2 {
 		t.Errorf("want 2 differences (version, %s), got %v", got.Verdicts[0].ID, d)
+	}
+	other := base()
+	other.Eras = Legacy
+	other.Verdicts[1].Verdict = NotApplicable
+	if d := SameVerdicts(base(), other); len(d) != 2 || !strings.Contains(d[0], "eras") || !strings.Contains(d[1], Key(other.Verdicts[1].ID, other.Verdicts[1].Era)) {
+		t.Errorf("want 2 differences (eras, %s), got %v", Key(other.Verdicts[1].ID, other.Verdicts[1].Era), d)
 	}
 	b, err := got.Marshal()
 	if err != nil || !bytes.HasSuffix(b, []byte("}\n")) {

@@ -22,6 +22,7 @@ import (
 type H struct {
 	ctx context.Context
 	req Requirement
+	era driver.Era
 	s   *state
 	dir string
 
@@ -44,12 +45,12 @@ type H struct {
 	errs     []string // teardown failures
 }
 
-func newH(ctx context.Context, r Requirement, s *state) *H {
-	dir, err := os.MkdirTemp(s.cfg.TempDir, "mcplife-conformance-"+r.ID+"-")
+func newH(ctx context.Context, r Requirement, era driver.Era, s *state) *H {
+	dir, err := os.MkdirTemp(s.cfg.TempDir, "mcplife-conformance-"+r.ID+"-"+string(era)+"-")
 	if err != nil {
 		ginkgo.Fail("making the spec's directory: " + err.Error())
 	}
-	h := &H{ctx: ctx, req: r, s: s, dir: dir, journals: map[string]string{}, knobs: map[string]map[string]string{}}
+	h := &H{ctx: ctx, req: r, era: era, s: s, dir: dir, journals: map[string]string{}, knobs: map[string]map[string]string{}}
 	for _, d := range []string{"workspace", "home", "journal", "cache"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			ginkgo.Fail(err.Error())
@@ -71,6 +72,13 @@ func (h *H) must(err error, what string) {
 		h.fail("%s: %v", what, err)
 	}
 }
+
+// Era returns the MCP protocol era the spec runs in: the era every fixture
+// server it configures speaks, unless its knobs say otherwise.
+func (h *H) Era() driver.Era { return h.era }
+
+// Modern reports whether the spec runs in the modern (stateless) era.
+func (h *H) Modern() bool { return h.era == driver.EraModern }
 
 // Virtual reports whether the run uses the virtual clock.
 func (h *H) Virtual() bool { return h.s.mode == ClockVirtual }

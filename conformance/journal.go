@@ -18,11 +18,24 @@ type JournalEntries []journal.Entry
 func (j JournalEntries) Of(kind string) JournalEntries {
 	var out JournalEntries
 	for _, e := range j {
-		if e.Kind == kind {
+		if e.Kind == kind || (kind == Handshake && handshake(e)) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// Handshake is a kind of journal entry for Of, Count, Last and
+// AwaitJournal that matches a completed connect in either era: the
+// "initialized" notification of the legacy handshake, or the answered
+// server/discover ("discover" without an error) that opens a modern
+// connection. The opening request itself, answered or not, is the
+// fixture's "open" entry in both eras.
+const Handshake = "handshake"
+
+// handshake reports whether e completed a connect (Handshake).
+func handshake(e journal.Entry) bool {
+	return e.Kind == "initialized" || (e.Kind == "discover" && e.Str("error") == "")
 }
 
 // Count returns how many entries are of kind.

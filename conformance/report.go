@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -18,18 +19,22 @@ import (
 // Baseline lists the requirements an implementation is known to fail, each
 // with the reason. An expected failure passes the run; an unexpected failure
 // fails it; a baselined requirement that passes fails it too (the baseline
-// is stale and must shrink).
+// is stale and must shrink). An entry names a requirement in every era
+// ("CORE-RESULT-003": baselines written before eras keep their meaning) or
+// in one era ("CORE-RESULT-003@modern").
 type Baseline struct {
 	// File is where the baseline was read from, for messages.
 	File string
-	// Reasons maps requirement ids to why they are expected to fail.
+	// Reasons maps entries (an id, or an id@era key) to why they are
+	// expected to fail.
 	Reasons map[string]string
 	// errs are problems found while parsing.
 	errs []string
 }
 
-// ParseBaseline reads a baseline: one requirement per line, its id, white
-// space, and the reason. Blank lines and lines starting with # are ignored.
+// ParseBaseline reads a baseline: one requirement per line, its id
+// (optionally @era), white space, and the reason. Blank lines and lines
+// starting with # are ignored.
 func ParseBaseline(name string, r io.Reader) (*Baseline, error) {
 	b := &Baseline{File: name, Reasons: map[string]string{}}
 	sc := bufio.NewScanner(r)
@@ -68,18 +73,55 @@ func ReadBaseline(path string) (*Baseline, error) {
 	return ParseBaseline(path, f)
 }
 
-// check reports ids that name no requirement.
+// check reports entries that name no requirement, or an era the
+// requirement does not apply to, and an id listed both for every era and
+// for one.
 func (b *Baseline) check() error {
 	var unknown []string
-	for id := range b.Reasons {
-		if _, ok := Lookup(id); !ok {
-			unknown = append(unknown, id)
+	for key := range b.Reasons {
+		id, era := SplitKey(key)
+		r, ok := Lookup(id)
+		switch {
+		case !ok:
+			unknown = append(unknown, key)
+		case era != "" && !r.Has(era):
+			unknown = append(unknown, key+" (the requirement applies to "+r.EraString()+")")
+		case era != "" && b.Reasons[id] != "":
+			return fmt.Errorf("baseline %s: %s is listed for every era and as %s", b.File, id, key)
 		}
 	}
 	if len(unknown) > 0 {
+		sort.Strings(unknown)
 		return fmt.Errorf("baseline %s: unknown requirements %s", b.File, strings.Join(unknown, ", "))
 	}
 	return nil
+}
+
+// Reason returns the reason the baseline expects requirement id to fail
+// in era: its entry for that era, else its entry for every era.
+func (b *Baseline) Reason(id string, era driver.Era) (string, bool) {
+	if b == nil {
+		return "", false
+	}
+	if r, ok := b.Reasons[Key(id, era)]; ok {
+		return r, true
+	}
+	r, ok := b.Reasons[id]
+	return r, ok
+}
+
+// ReasonFor is Reason for a key as reports write it ("ID@era", or a bare
+// id, which matches only an entry for every era).
+func (b *Baseline) ReasonFor(key string) (string, bool) {
+	id, era := SplitKey(key)
+	if era == "" {
+		if b == nil {
+			return "", false
+		}
+		r, ok := b.Reasons[id]
+		return r, ok
+	}
+	return b.Reason(id, era)
 }
 
 // Verdict is the outcome of one requirement in a run.
@@ -95,9 +137,10 @@ const (
 	NotSelected     Verdict = "not-selected"     // filtered out of this run
 )
 
-// Outcome is the verdict on one requirement.
+// Outcome is the verdict on one requirement in one era.
 type Outcome struct {
 	Requirement Requirement
+	Era         driver.Era
 	Verdict     Verdict
 	// Message is the failure, the reason it does not apply, or the
 	// baseline's reason.
@@ -109,9 +152,11 @@ type Outcome struct {
 // Result is the verdict of a run.
 type Result struct {
 	Implementation driver.Implementation
-	Target         string
-	Clock          string
-	Outcomes       []Outcome
+	// Eras are the MCP protocol eras the driver speaks.
+	Eras     []driver.Era
+	Target   string
+	Clock    string
+	Outcomes []Outcome
 	// SuiteFailures are failures outside any requirement (the hello of the
 	// run, a suite node).
 	SuiteFailures []string
@@ -122,21 +167,25 @@ type Result struct {
 	OK bool
 }
 
-// Failing returns the ids of the requirements that failed, expected or not.
+// Key names the outcome's requirement and era: "CORE-CONNECT-001@legacy".
+func (o Outcome) Key() string { return Key(o.Requirement.ID, o.Era) }
+
+// Failing returns the keys (id@era) of the requirements that failed,
+// expected or not.
 func (r *Result) Failing() []string {
 	var out []string
 	for _, o := range r.Outcomes {
 		if o.Verdict == Failed || o.Verdict == ExpectedFailure {
-			out = append(out, o.Requirement.ID)
+			out = append(out, o.Key())
 		}
 	}
 	return out
 }
 
-// Outcome returns the outcome of requirement id.
-func (r *Result) Outcome(id string) (Outcome, bool) {
+// Outcome returns the outcome of requirement id in era.
+func (r *Result) Outcome(id string, era driver.Era) (Outcome, bool) {
 	for _, o := range r.Outcomes {
-		if o.Requirement.ID == id {
+		if o.Requirement.ID == id && o.Era == era {
 			return o, true
 		}
 	}
@@ -148,73 +197,73 @@ func summarize(s *state, rep types.Report) *Result {
 	res := &Result{Target: s.cfg.Target.Name, Clock: s.modeString()}
 	if s.hello != nil {
 		res.Implementation = s.hello.Implementation
+		res.Eras = s.hello.SpokenEras()
 	}
 	if s.setupErr != nil {
 		res.SuiteFailures = append(res.SuiteFailures, s.setupErr.Error())
 	}
 	bySpec := map[string]types.SpecReport{}
 	for _, sr := range rep.SpecReports {
-		r, ok := reqOf(sr)
+		r, era, ok := reqOf(sr)
 		if !ok {
 			if sr.State.Is(types.SpecStateFailureStates) && sr.Failure.Message != nothingApplied {
 				res.SuiteFailures = append(res.SuiteFailures, fmt.Sprintf("%s: %s", sr.LeafNodeType, sr.Failure.Message))
 			}
 			continue
 		}
-		bySpec[r.ID] = sr
-	}
-	var baseline map[string]string
-	if s.cfg.Baseline != nil {
-		baseline = s.cfg.Baseline.Reasons
+		bySpec[Key(r.ID, era)] = sr
 	}
 	for _, r := range Requirements() {
-		o := Outcome{Requirement: r, Verdict: NotSelected}
-		sr, ran := bySpec[r.ID]
-		if ran {
-			o.Duration = sr.RunTime
-			for _, e := range sr.ReportEntries {
-				if e.Name == "evidence" && e.StringRepresentation() != "" {
-					o.Evidence = strings.Split(e.StringRepresentation(), "\n")
+		for _, era := range r.Eras {
+			o := Outcome{Requirement: r, Era: era, Verdict: NotSelected}
+			sr, ran := bySpec[o.Key()]
+			if ran {
+				o.Duration = sr.RunTime
+				for _, e := range sr.ReportEntries {
+					if e.Name == "evidence" && e.StringRepresentation() != "" {
+						o.Evidence = strings.Split(e.StringRepresentation(), "\n")
+					}
+				}
+				switch {
+				case sr.State == types.SpecStatePassed:
+					o.Verdict = Passed
+				case sr.State.Is(types.SpecStateFailureStates):
+					o.Verdict = Failed
+					o.Message = sr.Failure.Message
+				case sr.State == types.SpecStateSkipped && strings.HasPrefix(sr.Failure.Message, "not applicable"):
+					o.Verdict = NotApplicable
+					o.Message = sr.Failure.Message
 				}
 			}
-			switch {
-			case sr.State == types.SpecStatePassed:
-				o.Verdict = Passed
-			case sr.State.Is(types.SpecStateFailureStates):
-				o.Verdict = Failed
-				o.Message = sr.Failure.Message
-			case sr.State == types.SpecStateSkipped && strings.HasPrefix(sr.Failure.Message, "not applicable"):
-				o.Verdict = NotApplicable
-				o.Message = sr.Failure.Message
+			if reason, ok := s.cfg.Baseline.Reason(r.ID, era); ok {
+				switch o.Verdict {
+				case Failed:
+					o.Verdict = ExpectedFailure
+					o.Message = "baseline: " + reason + "\n" + o.Message
+				case Passed:
+					o.Verdict = StaleBaseline
+					o.Message = fmt.Sprintf("passes in the %s era, but the baseline expects it to fail (%s): remove it from %s, or name the era that fails (%s@era)",
+						era, reason, s.cfg.Baseline.File, r.ID)
+				}
 			}
-		}
-		if reason, ok := baseline[r.ID]; ok {
 			switch o.Verdict {
-			case Failed:
-				o.Verdict = ExpectedFailure
-				o.Message = "baseline: " + reason + "\n" + o.Message
 			case Passed:
-				o.Verdict = StaleBaseline
-				o.Message = "passes, but the baseline expects it to fail (" + reason + "): remove it from " + s.cfg.Baseline.File
+				res.Passed++
+			case Failed:
+				res.Failed++
+			case ExpectedFailure:
+				res.Expected++
+			case StaleBaseline:
+				res.Stale++
+				res.Failed++
+			case NotApplicable:
+				res.NotApplicable++
+				res.Skipped++
+			case NotSelected:
+				res.Skipped++
 			}
+			res.Outcomes = append(res.Outcomes, o)
 		}
-		switch o.Verdict {
-		case Passed:
-			res.Passed++
-		case Failed:
-			res.Failed++
-		case ExpectedFailure:
-			res.Expected++
-		case StaleBaseline:
-			res.Stale++
-			res.Failed++
-		case NotApplicable:
-			res.NotApplicable++
-			res.Skipped++
-		case NotSelected:
-			res.Skipped++
-		}
-		res.Outcomes = append(res.Outcomes, o)
 	}
 	res.OK = res.Failed == 0 && len(res.SuiteFailures) == 0 && res.Passed+res.Expected > 0
 	return res
@@ -226,6 +275,11 @@ func (r *Result) WriteSummary(w io.Writer) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "\nmcplife conformance: %s %s via %s\n", r.Implementation.Name, r.Implementation.Version, r.Target)
 	fmt.Fprintf(&b, "clock: %s\n", r.Clock)
+	eras := make([]string, len(r.Eras))
+	for i, e := range r.Eras {
+		eras[i] = string(e)
+	}
+	fmt.Fprintf(&b, "eras: %s (each requirement of both eras runs once per era the driver speaks)\n", strings.Join(eras, ", "))
 	marks := map[Verdict]string{
 		Passed: "PASS", Failed: "FAIL", ExpectedFailure: "XFAIL", StaleBaseline: "STALE",
 		NotApplicable: "N/A", NotSelected: "-",
@@ -233,15 +287,20 @@ func (r *Result) WriteSummary(w io.Writer) {
 	for _, p := range driver.Profiles() {
 		var lines []string
 		counts := map[Verdict]int{}
+		eraCounts := map[driver.Era]map[Verdict]int{}
+		for _, e := range driver.Eras() {
+			eraCounts[e.Name] = map[Verdict]int{}
+		}
 		for _, o := range r.Outcomes {
 			if o.Requirement.Profile != p.Name {
 				continue
 			}
 			counts[o.Verdict]++
+			eraCounts[o.Era][o.Verdict]++
 			if o.Verdict == NotSelected {
 				continue
 			}
-			line := fmt.Sprintf("  %-5s %-18s %-6s %s", marks[o.Verdict], o.Requirement.ID, o.Requirement.Level, o.Requirement.Statement)
+			line := fmt.Sprintf("  %-5s %-25s %-6s %s", marks[o.Verdict], o.Key(), o.Requirement.Level, o.Requirement.Statement)
 			if o.Verdict != Passed && o.Verdict != NotSelected && o.Message != "" {
 				for _, m := range strings.Split(strings.TrimSpace(o.Message), "\n") {
 					line += "\n        " + m
@@ -254,6 +313,11 @@ func (r *Result) WriteSummary(w io.Writer) {
 		}
 		fmt.Fprintf(&b, "\nprofile %s: %d passed, %d failed, %d expected failures, %d not applicable, %d not selected\n",
 			p.Name, counts[Passed], counts[Failed]+counts[StaleBaseline], counts[ExpectedFailure], counts[NotApplicable], counts[NotSelected])
+		for _, e := range driver.Eras() {
+			ec := eraCounts[e.Name]
+			fmt.Fprintf(&b, "  era %s: %d passed, %d failed, %d expected failures, %d not applicable, %d not selected\n",
+				e.Name, ec[Passed], ec[Failed]+ec[StaleBaseline], ec[ExpectedFailure], ec[NotApplicable], ec[NotSelected])
+		}
 		for _, l := range lines {
 			b.WriteString(l + "\n")
 		}
@@ -276,9 +340,11 @@ func (r *Result) WriteSummary(w io.Writer) {
 	_, _ = w.Write(b.Bytes())
 }
 
-// SpecVerdict is the verdict on one requirement read back from a JSON
-// report written with Config.JSONReport.
+// SpecVerdict is the verdict on one requirement in one era read back from
+// a JSON report written with Config.JSONReport.
 type SpecVerdict struct {
+	// ID is the key of the requirement and era, "CORE-CONNECT-001@legacy"
+	// ("suite:<node>" for a failed suite node).
 	ID      string
 	State   types.SpecState
 	Message string
@@ -300,14 +366,14 @@ func ReadJSONReport(path string) ([]SpecVerdict, error) {
 	}
 	var out []SpecVerdict
 	for _, sr := range reports[0].SpecReports {
-		r, ok := reqOf(sr)
+		r, era, ok := reqOf(sr)
 		if !ok {
 			if sr.State.Is(types.SpecStateFailureStates) {
 				out = append(out, SpecVerdict{ID: "suite:" + sr.LeafNodeType.String(), State: sr.State, Message: sr.Failure.Message})
 			}
 			continue
 		}
-		out = append(out, SpecVerdict{ID: r.ID, State: sr.State, Message: sr.Failure.Message})
+		out = append(out, SpecVerdict{ID: Key(r.ID, era), State: sr.State, Message: sr.Failure.Message})
 	}
 	return out, nil
 }

@@ -56,6 +56,58 @@ type Requirement struct {
 	// Timing marks requirements about durations: checked exactly with the
 	// virtual clock, within tolerance bands in real time.
 	Timing bool `json:"timing,omitempty"`
+	// Eras are the MCP protocol eras the requirement applies to: Legacy,
+	// Modern or Both. A requirement of both eras runs once per era the
+	// driver speaks, with the fixture servers set to that era; one that
+	// only makes sense in one era (the initialize handshake, ping, protocol
+	// sessions) is judged in that era only.
+	Eras []driver.Era `json:"eras"`
+	// ModernPending, for a requirement of both eras by meaning that is
+	// judged in the legacy era only for now (Eras is Legacy), says what its
+	// modern run still needs.
+	ModernPending string `json:"modernPending,omitempty"`
+}
+
+// The era sets of requirements.
+var (
+	// Both is every era: the requirement holds whatever the protocol
+	// generation.
+	Both = []driver.Era{driver.EraLegacy, driver.EraModern}
+	// Legacy is the handshake era only (initialize, ping, sessions).
+	Legacy = []driver.Era{driver.EraLegacy}
+	// Modern is the stateless era only (server/discover, no handshake).
+	Modern = []driver.Era{driver.EraModern}
+)
+
+// pendingHandlers is what the host-handler requirements need to run in the
+// modern era (Requirement.ModernPending).
+const pendingHandlers = "the spec reads the capabilities the client offered from the fixture's initialize entry; in the modern era they travel in each request's _meta (io.modelcontextprotocol/clientCapabilities) and sampling and roots requests become multi round-trip input requests of a tool result, which the fixture does not issue yet"
+
+// Key names one requirement in one era in reports, verdicts and
+// baselines: "CORE-CONNECT-001@modern".
+func Key(id string, era driver.Era) string { return id + "@" + string(era) }
+
+// SplitKey splits a key of the form "ID@era" or "ID"; era is "" for a bare
+// id.
+func SplitKey(key string) (id string, era driver.Era) {
+	i, e, _ := strings.Cut(key, "@")
+	return i, driver.Era(e)
+}
+
+// Has reports whether the requirement applies to era e.
+func (r Requirement) Has(e driver.Era) bool { return slices.Contains(r.Eras, e) }
+
+// EraString renders the requirement's eras for people: "both", "legacy"
+// or "modern".
+func (r Requirement) EraString() string {
+	if len(r.Eras) == len(driver.Eras()) {
+		return "both"
+	}
+	parts := make([]string, len(r.Eras))
+	for i, e := range r.Eras {
+		parts[i] = string(e)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Capabilities returns every capability the requirement needs: its
@@ -75,10 +127,10 @@ func (r Requirement) Capabilities() []driver.Capability {
 	return out
 }
 
-// Labels returns the ginkgo labels of the requirement's spec: profile,
-// area and id.
-func (r Requirement) Labels() []string {
-	return []string{string(r.Profile), r.Area, r.ID}
+// Labels returns the ginkgo labels of the requirement's spec in era e:
+// profile, area, id and era.
+func (r Requirement) Labels(e driver.Era) []string {
+	return []string{string(r.Profile), r.Area, r.ID, string(e)}
 }
 
 var (
@@ -113,6 +165,20 @@ func (r Requirement) validate() error {
 		return fmt.Errorf("%s: the source needs a document and a quote", r.ID)
 	case !areaPattern.MatchString(r.Area):
 		return fmt.Errorf("%s: area %q must be lower-case words", r.ID, r.Area)
+	case len(r.Eras) == 0:
+		return fmt.Errorf("%s: the requirement must state its eras (Legacy, Modern or Both)", r.ID)
+	}
+	var eras []driver.Era
+	for _, e := range driver.Eras() {
+		if slices.Contains(r.Eras, e.Name) {
+			eras = append(eras, e.Name)
+		}
+	}
+	if !slices.Equal(eras, r.Eras) {
+		return fmt.Errorf("%s: eras %v must be known eras, each once, in the order %v", r.ID, r.Eras, Both)
+	}
+	if r.ModernPending != "" && !slices.Equal(r.Eras, Legacy) {
+		return fmt.Errorf("%s: ModernPending is for a requirement judged in the legacy era only", r.ID)
 	}
 	known := map[driver.Capability]bool{}
 	for _, c := range driver.Capabilities() {
@@ -157,6 +223,18 @@ func Requirements() []Requirement {
 		}
 		return out[i].ID < out[j].ID
 	})
+	return out
+}
+
+// Keys returns the key (id@era) of every requirement in every era it
+// applies to, in Requirements order, eras in vocabulary order.
+func Keys() []string {
+	var out []string
+	for _, r := range Requirements() {
+		for _, e := range r.Eras {
+			out = append(out, Key(r.ID, e))
+		}
+	}
 	return out
 }
 
@@ -263,7 +341,12 @@ func CatalogueMarkdown() string {
 		counts[r.Profile]++
 	}
 	fmt.Fprintf(&b, "<!-- Rendered from the requirements in conformance/*.go; do not edit by hand. -->\n\n")
-	fmt.Fprintf(&b, "%d requirements:", len(list))
+	eraCounts := map[string]int{}
+	for _, r := range list {
+		eraCounts[r.EraString()]++
+	}
+	fmt.Fprintf(&b, "%d requirements (%d of both eras, %d of the legacy era only, %d of the modern era only):",
+		len(list), eraCounts["both"], eraCounts[string(driver.EraLegacy)], eraCounts[string(driver.EraModern)])
 	for i, p := range driver.Profiles() {
 		sep := ","
 		if i == len(driver.Profiles())-1 {
@@ -279,7 +362,7 @@ func CatalogueMarkdown() string {
 			caps[i] = "`" + string(c) + "`"
 		}
 		fmt.Fprintf(&b, "Requires %s.%s Covers %s.\n\n", strings.Join(caps, ", "), alsoNeeded(p.Name), p.Covers)
-		b.WriteString("| ID | Level | Requirement | Area | Source |\n|---|---|---|---|---|\n")
+		b.WriteString("| ID | Level | Eras | Requirement | Area | Source |\n|---|---|---|---|---|---|\n")
 		for _, r := range list {
 			if r.Profile != p.Name {
 				continue
@@ -295,7 +378,23 @@ func CatalogueMarkdown() string {
 				}
 				stmt += " Needs " + strings.Join(needs, ", ") + "."
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s: %s |\n", r.ID, r.Level, cell(stmt), r.Area, r.Source.Doc, cell(r.Source.Quote))
+			era := r.EraString()
+			if r.ModernPending != "" {
+				era += " ([modern pending](#modern-era-pending))"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s: %s |\n", r.ID, r.Level, era, cell(stmt), r.Area, r.Source.Doc, cell(r.Source.Quote))
+		}
+	}
+	var pending []Requirement
+	for _, r := range list {
+		if r.ModernPending != "" {
+			pending = append(pending, r)
+		}
+	}
+	if len(pending) > 0 {
+		fmt.Fprintf(&b, "\n### Modern era pending\n\n%d requirements hold in both eras by meaning but are judged in the legacy era only for now; each says what its modern run still needs.\n\n| ID | What the modern run needs |\n|---|---|\n", len(pending))
+		for _, r := range pending {
+			fmt.Fprintf(&b, "| `%s` | %s |\n", r.ID, cell(r.ModernPending))
 		}
 	}
 	return b.String()

@@ -39,12 +39,35 @@ func (s Server) WithEnv(env map[string]string) Server {
 	return out
 }
 
+// EraKnob is the fixture knob that sets the protocol eras a fixture server
+// speaks; VersionsKnob sets its protocol versions instead.
+const (
+	EraKnob      = "MCP_FIXTURE_ERA"
+	VersionsKnob = "MCP_FIXTURE_PROTOCOL_VERSIONS"
+)
+
+// eraKnobs returns knobs with the spec's era set (EraKnob), unless they
+// set the era or the protocol versions themselves.
+func (h *H) eraKnobs(knobs Knobs) Knobs {
+	out := maps.Clone(knobs)
+	if out == nil {
+		out = Knobs{}
+	}
+	_, era := out[EraKnob]
+	_, versions := out[VersionsKnob]
+	if !era && !versions {
+		out[EraKnob] = string(h.era)
+	}
+	return out
+}
+
 // Fixture returns a stdio server object that launches the fixture with
-// knobs, journaling to the journal named key.
+// knobs, journaling to the journal named key. The server speaks the spec's
+// era unless knobs set MCP_FIXTURE_ERA or MCP_FIXTURE_PROTOCOL_VERSIONS.
 func (h *H) Fixture(key string, knobs Knobs) Server {
 	env := map[string]string{}
 	maps.Copy(env, h.s.cfg.Fixture.Env)
-	maps.Copy(env, knobs)
+	maps.Copy(env, h.eraKnobs(knobs))
 	env["MCP_FIXTURE_JOURNAL"] = h.journalPath(key)
 	h.knobs[key] = env
 	s := Server{"command": h.s.cfg.Fixture.Command, "env": env}
@@ -76,7 +99,7 @@ func (h *H) WriteConfig(path string, servers map[string]Server) {
 }
 
 // HTTPFixture starts, from the harness itself, a fixture serving streamable
-// HTTP and returns its host:port. It is stopped at the end of the spec.
+// HTTP and returns its host:port; it speaks the spec's era like Fixture. It is stopped at the end of the spec.
 func (h *H) HTTPFixture(key string, knobs Knobs) string {
 	ginkgo.GinkgoHelper()
 	portFile := filepath.Join(h.dir, "journal", key+".port")
@@ -90,7 +113,7 @@ func (h *H) HTTPFixture(key string, knobs Knobs) string {
 	for k, v := range h.s.cfg.Fixture.Env {
 		env = append(env, k+"="+v)
 	}
-	for k, v := range knobs {
+	for k, v := range h.eraKnobs(knobs) {
 		env = append(env, k+"="+v)
 	}
 	env = append(env, "MCP_FIXTURE_TRANSPORT=http", "MCP_FIXTURE_PORT_FILE="+portFile, "MCP_FIXTURE_JOURNAL="+h.journalPath(key))

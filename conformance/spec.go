@@ -12,28 +12,33 @@ import (
 // implementation hangs in a way the per-wait timeouts do not catch.
 const specTimeout = 3 * time.Minute
 
-// Spec declares the requirement r and its spec: a ginkgo It labelled with
-// the requirement's profile, area and id, whose body runs against a fresh
-// driver. Declaring both from one value is what keeps the catalogue and the
-// specs from drifting apart.
+// Spec declares the requirement r and its specs: one ginkgo It per era of
+// the requirement, labelled with the requirement's profile, area and id and
+// the era, whose body runs against a fresh driver with the fixture servers
+// set to that era. Declaring both from one value is what keeps the
+// catalogue and the specs from drifting apart.
 func Spec(r Requirement, body func(h *H)) bool {
 	register(r)
-	return ginkgo.It(r.ID+": "+r.Statement, ginkgo.Label(r.Labels()...), ginkgo.SpecTimeout(specTimeout),
-		func(ctx ginkgo.SpecContext) {
-			if suite == nil {
-				ginkgo.Fail("the conformance suite must be started with conformance.Run")
-			}
-			if why := suite.notApplicable(r); why != "" {
-				ginkgo.Skip(why)
-			}
-			suite.applied++
-			ginkgo.AddReportEntry("requirement", ginkgo.ReportEntryVisibilityNever,
-				fmt.Sprintf("%s %s: %s (source: %s)", r.ID, r.Level, r.Statement, r.Source))
-			ginkgo.AddReportEntry("clock", ginkgo.ReportEntryVisibilityNever, suite.modeString())
-			h := newH(ctx, r, suite)
-			ginkgo.DeferCleanup(h.teardown)
-			body(h)
-		})
+	for _, era := range r.Eras {
+		ginkgo.It(Key(r.ID, era)+": "+r.Statement, ginkgo.Label(r.Labels(era)...), ginkgo.SpecTimeout(specTimeout),
+			func(ctx ginkgo.SpecContext) {
+				if suite == nil {
+					ginkgo.Fail("the conformance suite must be started with conformance.Run")
+				}
+				if why := suite.notApplicable(r, era); why != "" {
+					ginkgo.Skip(why)
+				}
+				suite.applied++
+				ginkgo.AddReportEntry("requirement", ginkgo.ReportEntryVisibilityNever,
+					fmt.Sprintf("%s %s: %s (source: %s)", r.ID, r.Level, r.Statement, r.Source))
+				ginkgo.AddReportEntry("era", ginkgo.ReportEntryVisibilityNever, string(era))
+				ginkgo.AddReportEntry("clock", ginkgo.ReportEntryVisibilityNever, suite.modeString())
+				h := newH(ctx, r, era, suite)
+				ginkgo.DeferCleanup(h.teardown)
+				body(h)
+			})
+	}
+	return true
 }
 
 // Source of an observation: where the evidence was seen.

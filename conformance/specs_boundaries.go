@@ -24,7 +24,7 @@ func longName(prefix string, n int) string {
 }
 
 var _ = Spec(Requirement{
-	ID: "CORE-NAMING-004", Level: Must, Profile: driver.ProfileCore, Area: "naming",
+	ID: "CORE-NAMING-004", Level: Must, Profile: driver.ProfileCore, Area: "naming", Eras: Both,
 	Statement: "An implementation MUST keep an exposed tool name of exactly 64 characters as it is, and cap a longer one to at most 64 characters, so that tools whose names share their first 64 characters, through a long tool name or a long server name, stay distinct and each reaches its own raw tool.",
 	Source:    Source{"reference semantics", "Tool names are capped at 64 characters (a hash keeps long names that share a prefix distinct); seed 002: server names max 100 chars"},
 }, func(h *H) {
@@ -94,7 +94,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-TRUNC-002", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping",
+	ID: "SEC-TRUNC-002", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping", Eras: Both,
 	Statement: "An implementation MUST hand over a result of exactly maxResultChars characters whole, and cut a result of one character more to its first maxResultChars characters.",
 	Source:    Source{"seed 004", "Output is truncated to config.maxResultChars (default 50 KB)"},
 }, func(h *H) {
@@ -122,7 +122,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "GATE-CACHE-002", Level: Must, Profile: driver.ProfileStartupGate, Area: "cache",
+	ID: "GATE-CACHE-002", Level: Must, Profile: driver.ProfileStartupGate, Area: "cache", Eras: Both,
 	Statement: "An implementation MUST NOT expose cached tools recorded for another configuration of the server as written: a changed env block misses the cache.",
 	Source:    Source{"reference semantics", "Cache records carry the configHash of the unresolved config; a record for another hash is a miss"},
 }, func(h *H) {
@@ -136,7 +136,7 @@ var _ = Spec(Requirement{
 	h.AwaitJournal("fx", "init-wait", 2)
 	h.AdvanceToNext()
 	rep := open.Report()
-	h.Verify(Journal, h.Journal("fx").Count("initialize") == 1, "the changed server was still in its handshake at the gate", "%d initialize entries (1 from the cache-warming run)", h.Journal("fx").Count("initialize"))
+	h.Verify(Journal, h.Journal("fx").Count(Handshake) == 1, "the changed server was still in its handshake at the gate", "%d initialize entries (1 from the cache-warming run)", h.Journal("fx").Count(Handshake))
 	h.Verify(Response, !contains(rep.Deferred, "fx") && contains(rep.Late, "fx") && len(h.ToolNames("main", "fx")) == 0,
 		"no tool of the other configuration's cache record is exposed", "deferred=%v late=%v tools=%v", rep.Deferred, rep.Late, h.ToolNames("main", "fx"))
 	h.Verify(Events, h.Count(Ev(event.CacheHit, "fx")) == 0 && h.Count(Ev(event.CacheMiss, "fx")) == 1,
@@ -148,7 +148,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-RESTART-003", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart",
+	ID: "SHARED-RESTART-003", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart", Eras: Both,
 	Statement: "An implementation MUST run at most one restart of a server at a time: two calls that time out together on a wedged server lead to one new process.",
 	Source:    Source{"seed 001", "Concurrent callers during a restart get mcp_restart_in_progress rather than starting a second restart"},
 }, func(h *H) {
@@ -179,7 +179,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-RESTART-004", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart",
+	ID: "SHARED-RESTART-004", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart", Eras: Both,
 	Statement: "An implementation MUST end a call in flight on a connection it closes to restart the server with mcp_restart_in_progress, not mcp_connection_lost: the server did not fail under that call, the implementation replaced it.",
 	Source:    Source{"seed 001", "Concurrent callers during a restart get mcp_restart_in_progress rather than starting a second restart"},
 }, func(h *H) {
@@ -207,7 +207,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-RESTART-005", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart",
+	ID: "SHARED-RESTART-005", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart", Eras: Both,
 	Statement: "An implementation MUST end a call whose tool timeout led to a restart with mcp_restart_failed, carrying the failed attempt's cause, as soon as the restart's first attempt fails, without waiting for the later attempts of the backoff.",
 	Source:    Source{"seed 001", "Timeout callbacks propagate MCPRestartFailedError / MCPRestartInProgressError through ToolsOrchestrator, so tool logs, accounting, and final reports surface the exact code whenever a restart actually happens"},
 }, func(h *H) {

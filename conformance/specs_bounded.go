@@ -33,7 +33,7 @@ func (h *H) verifyGaveUp(key string, launches int) {
 }
 
 var _ = Spec(Requirement{
-	ID: "BOUNDED-RESTART-001", Level: Must, Profile: driver.ProfileBoundedReconnect, Area: "reconnect", Timing: true,
+	ID: "BOUNDED-RESTART-001", Level: Must, Profile: driver.ProfileBoundedReconnect, Area: "reconnect", Timing: true, Eras: Both,
 	Statement: "An implementation MUST retry a server with the bounded restart policy after 2, 5 and 15 s and then leave it failed without further attempts.",
 	Source:    Source{"seed 004", "RECONNECT_DELAYS = [2000, 5000, 15000] — three tries, then the connection stays failed until the user explicitly triggers a reconnect"},
 }, func(h *H) {
@@ -48,7 +48,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "BOUNDED-RESTART-002", Level: Must, Profile: driver.ProfileBoundedReconnect, Area: "reconnect",
+	ID: "BOUNDED-RESTART-002", Level: Must, Profile: driver.ProfileBoundedReconnect, Area: "reconnect", Eras: Both,
 	Statement: "An implementation MUST, once the bounded policy gave up on a server that had been connected, remove its tools from every session and fail calls of them.",
 	Source:    Source{"seed 004", "Attempt -- no --> give up; status='failed' ... gaveUp --> disconnected: manual reconnect required"},
 }, func(h *H) {
@@ -68,7 +68,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "BOUNDED-CRASHLOOP-001", Level: Must, Profile: driver.ProfileBoundedReconnect, Area: "crash-loop",
+	ID: "BOUNDED-CRASHLOOP-001", Level: Must, Profile: driver.ProfileBoundedReconnect, Area: "crash-loop", Eras: Both,
 	Statement: "An implementation MUST count a reconnect that succeeds but dies right after the handshake as an attempt, so a server that exits after every handshake is retried after 2, 5 and 15 s and then left failed.",
 	Source:    Source{"field failure 4", "A server that exits cleanly right after initialize + tools/list was respawned 66,487 times in about 7 minutes by an on-close reconnect. Needs: a crash-loop breaker or a backoff that does not reset on a short-lived success"},
 }, func(h *H) {
@@ -80,12 +80,12 @@ var _ = Spec(Requirement{
 	h.restartSchedule("fx", 0, 1, boundedDelays)
 	h.verifyGaveUp("fx", 4)
 	j := h.Journal("fx")
-	h.Verify(Journal, j.Count("initialized") == 4 && len(j.Where("exit", "reason", "exit-after")) == 4,
-		"every launch completed the handshake and then exited", "%d handshakes, %d exits", j.Count("initialized"), len(j.Where("exit", "reason", "exit-after")))
+	h.Verify(Journal, j.Count(Handshake) == 4 && len(j.Where("exit", "reason", "exit-after")) == 4,
+		"every launch completed the handshake and then exited", "%d handshakes, %d exits", j.Count(Handshake), len(j.Where("exit", "reason", "exit-after")))
 })
 
 var _ = Spec(Requirement{
-	ID: "BOUNDED-DELAYS-001", Level: Must, Profile: driver.ProfileBoundedReconnect, Area: "reconnect", Timing: true,
+	ID: "BOUNDED-DELAYS-001", Level: Must, Profile: driver.ProfileBoundedReconnect, Area: "reconnect", Timing: true, Eras: Both,
 	Statement: "An implementation MUST use a server's configured \"restartDelays\" instead of its policy's default delays.",
 	Source:    Source{"seeds README", "Where the seeds disagree (for example bounded versus relentless reconnect), the runtime makes the behaviour a per-server policy"},
 }, func(h *H) {
@@ -101,7 +101,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "BOUNDED-GRACE-001", Level: Must, Profile: driver.ProfileBoundedReconnect, Area: "grace",
+	ID: "BOUNDED-GRACE-001", Level: Must, Profile: driver.ProfileBoundedReconnect, Area: "grace", Eras: Both,
 	Statement: "An implementation MUST keep a dropped server's tools registered while a bounded reconnect inside the unregister grace window brings it back, so the session never loses them.",
 	Source:    Source{"seed 003", "graceful disconnect with a timeout window for transient disconnects ... Cancel any pending unregister for this server"},
 }, func(h *H) {
@@ -117,7 +117,7 @@ var _ = Spec(Requirement{
 	h.Verify(Response, len(h.ToolNames("main", "fx")) == 9, "the tools stay right after the drop", "%v", h.ToolNames("main", "fx"))
 	h.Await(Ev(event.RestartScheduled, "fx", "delay_ms", "2000"))
 	h.Advance(2000)
-	h.AwaitJournal("fx", "initialized", 2)
+	h.AwaitJournal("fx", Handshake, 2)
 	h.Await(Ev(event.ToolsUnregisterCancelled, "fx"))
 	h.Advance(5000)
 	// Bound: the tools.list answer after the whole grace window has passed.

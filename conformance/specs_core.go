@@ -39,7 +39,7 @@ func listedCount(j JournalEntries, launch int) int {
 func contains(list []string, s string) bool { return slices.Contains(list, s) }
 
 var _ = Spec(Requirement{
-	ID: "CORE-CONNECT-001", Level: Must, Profile: driver.ProfileCore, Area: "connect",
+	ID: "CORE-CONNECT-001", Level: Must, Profile: driver.ProfileCore, Area: "connect", Eras: Legacy,
 	Statement: "An implementation MUST connect a stdio server with the MCP handshake (initialize, then notifications/initialized, then tools/list) and expose exactly the tools the server listed.",
 	Source:    Source{"seed 000", "connectToServer() performs MCP initialize + notifications/initialized ... call listTools(connection)"},
 }, func(h *H) {
@@ -73,7 +73,43 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-CONNECT-002", Level: Must, Profile: driver.ProfileCore, Area: "connect",
+	ID: "CORE-CONNECT-004", Level: Must, Profile: driver.ProfileCore, Area: "connect", Eras: Modern,
+	Statement: "An implementation MUST connect a stdio server of the stateless era (2026-07-28) without the initialize handshake, naming the protocol version in the _meta of every request, and expose exactly the tools the server listed.",
+	Source:    Source{"MCP 2026-07-28", "no initialize / notifications/initialized handshake: every request carries _meta[\"io.modelcontextprotocol/protocolVersion\"] (changelog, SEP-2575)"},
+}, func(h *H) {
+	// The fixture speaks the modern era only: it refuses initialize.
+	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil)}})
+	rep := h.Open("main")
+	h.Verify(Response, contains(rep.Ready, "fx"), "the start report lists the server as ready", "ready=%v failed=%v errors=%v", rep.Ready, rep.Failed, rep.Errors)
+	j := h.AwaitJournal("fx", "tools-list", 1)
+	h.Verify(Journal, j.Count("initialize") == 0 && j.Count("initialized") == 0 && len(j.Launches()) == 1,
+		"one launch and no initialize handshake", "launches=%d initialize=%d initialized=%d", len(j.Launches()), j.Count("initialize"), j.Count("initialized"))
+	var requests, unversioned []string
+	for _, e := range j.Of("received") {
+		if e.Str("id") == "" {
+			continue // a notification
+		}
+		requests = append(requests, e.Str("method"))
+		if e.Str("protocolVersion") != fixture.ModernProtocolVersion {
+			unversioned = append(unversioned, fmt.Sprintf("%s (%q)", e.Str("method"), e.Str("protocolVersion")))
+		}
+	}
+	h.Verify(Journal, contains(requests, "tools/list") && len(unversioned) == 0,
+		"every request named "+fixture.ModernProtocolVersion+" in its _meta", "requests %v, without the version: %v", requests, unversioned)
+	var raw []string
+	for _, t := range h.Tools("main") {
+		if t.Server == "fx" {
+			raw = append(raw, t.Tool)
+		}
+	}
+	sort.Strings(raw)
+	listed := listedCount(j, 1)
+	h.Verify(Journal, len(raw) == listed && slices.Equal(raw, builtinTools()),
+		"the session exposes exactly the tools the server listed", "listed %d, exposed %v", listed, raw)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-CONNECT-002", Level: Must, Profile: driver.ProfileCore, Area: "connect", Eras: Both,
 	Statement: "An implementation MUST follow tools/list pagination and expose the tools of every page.",
 	Source:    Source{"seed 000", "Per-server connect pipeline: call listTools(connection); cache tool definitions"},
 }, func(h *H) {
@@ -89,7 +125,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-CONFIG-001", Level: Must, Profile: driver.ProfileCore, Area: "config",
+	ID: "CORE-CONFIG-001", Level: Must, Profile: driver.ProfileCore, Area: "config", Eras: Both,
 	Statement: "An implementation MUST skip an invalid server entry with a config.error naming the server and field, list it in status as failed, and still connect the valid servers of the same configuration.",
 	Source:    Source{"seed 000", "Invalid server config | Server skipped with validation error entry | Best-effort per server"},
 }, func(h *H) {
@@ -102,7 +138,7 @@ var _ = Spec(Requirement{
 	}
 	h.Verify(Events, len(errs) > 0 && field != "", "a config.error names the server and the field", "%d config.error events, field %q", len(errs), field)
 	rep := h.Open("main")
-	h.AwaitJournal("good", "initialized", 1)
+	h.AwaitJournal("good", Handshake, 1)
 	h.Verify(Journal, contains(rep.Ready, "good"), "the valid server connects", "ready=%v", rep.Ready)
 	h.Verify(Journal, len(h.Journal("bad").Launches()) == 0, "the invalid server is never launched", "%d launches", len(h.Journal("bad").Launches()))
 	st := h.Status("bad")
@@ -110,13 +146,13 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-CONFIG-002", Level: Must, Profile: driver.ProfileCore, Area: "config",
+	ID: "CORE-CONFIG-002", Level: Must, Profile: driver.ProfileCore, Area: "config", Eras: Both,
 	Statement: "An implementation MUST NOT launch a server whose configuration says \"enabled\": false, and status MUST list it as disabled.",
 	Source:    Source{"seed 002", "Treat enabled: false as hard-off: server is omitted from runtime connect set"},
 }, func(h *H) {
 	h.Start(Setup{Servers: map[string]Server{"on": h.Fixture("on", nil), "off": h.Fixture("off", nil).With("enabled", false)}})
 	rep := h.Open("main")
-	h.AwaitJournal("on", "initialized", 1)
+	h.AwaitJournal("on", Handshake, 1)
 	h.Verify(Journal, len(h.Journal("off").Launches()) == 0, "the disabled server is never launched while its sibling is",
 		"off: %d launches; report ready=%v", len(h.Journal("off").Launches()), rep.Ready)
 	h.Verify(Events, h.Count(Ev(event.ServerDisabled, "off")) == 1, "server.disabled is reported", "%d events", h.Count(Ev(event.ServerDisabled, "off")))
@@ -126,7 +162,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-NAMING-001", Level: Must, Profile: driver.ProfileCore, Area: "naming",
+	ID: "CORE-NAMING-001", Level: Must, Profile: driver.ProfileCore, Area: "naming", Eras: Both,
 	Statement: "An implementation MUST expose each tool as mcp_<server>_<tool> with both parts lower-cased, every run of other characters than [a-z0-9_] replaced by one underscore and no underscore left at the start or end of a part, and route calls of that name to the raw tool.",
 	Source:    Source{"reference semantics", "Tool name: lowercase; runs of characters outside [a-z0-9_] become _; repeated _ collapse; leading/trailing _ trimmed (seed 002: mcp_<sanitized_server_name>_<sanitized_tool_name>)"},
 }, func(h *H) {
@@ -157,7 +193,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-NAMING-002", Level: Must, Profile: driver.ProfileCore, Area: "naming",
+	ID: "CORE-NAMING-002", Level: Must, Profile: driver.ProfileCore, Area: "naming", Eras: Both,
 	Statement: "An implementation MUST strip a redundant <server>_ prefix from a tool name once when building its exposed name.",
 	Source:    Source{"seed 002", "redundant <server>_ prefix in tool name is stripped once"},
 }, func(h *H) {
@@ -172,7 +208,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-NAMING-003", Level: Should, Profile: driver.ProfileCore, Area: "naming",
+	ID: "CORE-NAMING-003", Level: Should, Profile: driver.ProfileCore, Area: "naming", Eras: Both,
 	Statement: "An implementation SHOULD list a session's tools sorted by exposed name, whatever order the servers connect and list them in.",
 	Source:    Source{"reference semantics", "tools are sorted by name so the bytes sent to the model are stable"},
 }, func(h *H) {
@@ -188,7 +224,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-APPROVAL-001", Level: Must, Profile: driver.ProfileCore, Area: "naming",
+	ID: "CORE-APPROVAL-001", Level: Must, Profile: driver.ProfileCore, Area: "naming", Eras: Both,
 	Statement: "An implementation MUST mark every MCP tool as requiring approval unless its configuration says otherwise.",
 	Source:    Source{"seed 004", "Every MCP tool is registered with requiresApproval: true"},
 }, func(h *H) {
@@ -206,7 +242,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-SCHEMA-001", Level: Must, Profile: driver.ProfileCore, Area: "schema",
+	ID: "CORE-SCHEMA-001", Level: Must, Profile: driver.ProfileCore, Area: "schema", Eras: Both,
 	Statement: "An implementation MUST hand each tool's input schema to the agent as an object schema, adding an empty \"properties\" object where the server's object schema has none.",
 	Source:    Source{"seed 002", "convertSchema() keeps MCP JSON Schema mostly as-is but patches object schemas missing properties with {}"},
 }, func(h *H) {
@@ -229,7 +265,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-RESULT-001", Level: Must, Profile: driver.ProfileCore, Area: "results",
+	ID: "CORE-RESULT-001", Level: Must, Profile: driver.ProfileCore, Area: "results", Eras: Both,
 	Statement: "An implementation MUST hand a successful tool result to the agent as a non-error result carrying the server's text.",
 	Source:    Source{"seed 002", "MCPTool.execute() calls MCP tools/call, flattens MCP content into displayable text"},
 }, func(h *H) {
@@ -243,7 +279,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-RESULT-002", Level: Must, Profile: driver.ProfileCore, Area: "results",
+	ID: "CORE-RESULT-002", Level: Must, Profile: driver.ProfileCore, Area: "results", Eras: Both,
 	Statement: "An implementation MUST hand a result the server marks isError to the agent as an error result whose text carries the server's message, without treating it as a failure of the server.",
 	Source:    Source{"seed 002", "maps server-reported isError to Error: ... text result"},
 }, func(h *H) {
@@ -260,7 +296,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-RESULT-003", Level: Must, Profile: driver.ProfileCore, Area: "results",
+	ID: "CORE-RESULT-003", Level: Must, Profile: driver.ProfileCore, Area: "results", Eras: Both,
 	Statement: "An implementation MUST turn a JSON-RPC error of tools/call into a failed result whose text starts with \"MCP error:\", and keep the server connected.",
 	Source:    Source{"seed 002", "maps thrown transport/runtime failures to MCP error: ..."},
 }, func(h *H) {
@@ -276,7 +312,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-RESULT-004", Level: Must, Profile: driver.ProfileCore, Area: "results",
+	ID: "CORE-RESULT-004", Level: Must, Profile: driver.ProfileCore, Area: "results", Eras: Both,
 	Statement: "An implementation MUST fail a call of a tool the session does not expose with unknown_tool, without sending anything to any server.",
 	Source:    Source{"seed 004", "executeToolUses looks up the tool via MCPManager.getTool(name)"},
 }, func(h *H) {
@@ -290,7 +326,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-TIMEOUT-001", Level: Must, Profile: driver.ProfileCore, Area: "timeout", Timing: true,
+	ID: "CORE-TIMEOUT-001", Level: Must, Profile: driver.ProfileCore, Area: "timeout", Timing: true, Eras: Both,
 	Statement: "An implementation MUST fail a call that outlasts its tool timeout with mcp_tool_timeout when the timeout passes, and not before.",
 	Source:    Source{"seed 001", "MCP client requestTimeoutMs stays padded (>150 % of the tool timeout) so the agent's watchdog fires first and can make this decision deliberately"},
 }, func(h *H) {
@@ -320,7 +356,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-TIMEOUT-002", Level: Must, Profile: driver.ProfileCore, Area: "timeout", Timing: true,
+	ID: "CORE-TIMEOUT-002", Level: Must, Profile: driver.ProfileCore, Area: "timeout", Timing: true, Eras: Both,
 	Statement: "An implementation MUST apply a per-call timeout to that call only, instead of the default tool timeout.",
 	Source:    Source{"field failure 7", "Request timeout default of 60 s kills long tools unless per-call timeouts are set. Needs: separate connect and call timeouts"},
 }, func(h *H) {
@@ -342,7 +378,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-TIMEOUT-003", Level: Must, Profile: driver.ProfileCore, Area: "timeout",
+	ID: "CORE-TIMEOUT-003", Level: Must, Profile: driver.ProfileCore, Area: "timeout", Eras: Both,
 	Statement: "An implementation MUST NOT time out the calls of a server whose configuration says \"toolTimeout\": 0 (no tool timeout), while the other servers keep the default tool timeout.",
 	Source:    Source{"field failure 7", "Request timeout default of 60 s kills long tools unless per-call timeouts are set. Needs: separate connect and call timeouts"},
 	// The virtual clock gives the negative check its bound: the witness
@@ -386,7 +422,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-PROGRESS-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers",
+	ID: "CORE-PROGRESS-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers", Eras: Both,
 	Statement: "An implementation MUST send a progress token with each tool call to a server whose configuration says \"progress\": true and report each notifications/progress for that call as tool.progress naming the call; it MUST NOT send a token to a server without the setting.",
 	Source:    Source{"issue 14", "progress notifications, off by default and enabled per server"},
 	Needs:     []driver.Capability{driver.CapHostHandlers},
@@ -420,7 +456,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-CANCEL-001", Level: Must, Profile: driver.ProfileCore, Area: "cancel",
+	ID: "CORE-CANCEL-001", Level: Must, Profile: driver.ProfileCore, Area: "cancel", Eras: Both,
 	Statement: "An implementation MUST end a call the caller cancels with aborted, handing the agent no result text, tell the server to cancel the request, and keep the server running.",
 	Source:    Source{"seed 000", "convert transport/tool errors into MCP error: ... tool content (abort remains abort)"},
 }, func(h *H) {
@@ -444,7 +480,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-FAILFAST-001", Level: Must, Profile: driver.ProfileCore, Area: "failfast",
+	ID: "CORE-FAILFAST-001", Level: Must, Profile: driver.ProfileCore, Area: "failfast", Eras: Both,
 	Statement: "An implementation MUST fail a call in flight with mcp_connection_lost as soon as its stdio server dies, not when the call's timeout passes.",
 	Source:    Source{"field failure 3", "A dead stdio server is detected within half a second, but calls already in flight hang until their 30-minute tool timeout. Needs: in-flight calls fail fast"},
 }, func(h *H) {
@@ -470,7 +506,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-CONNECT-003", Level: Must, Profile: driver.ProfileCore, Area: "connect",
+	ID: "CORE-CONNECT-003", Level: Must, Profile: driver.ProfileCore, Area: "connect", Eras: Both,
 	Statement: "An implementation MUST fail a server whose handshake outlasts its connect timeout (the server's \"timeout\") when that timeout passes, not before, and report it failed with an error that says the connect timed out.",
 	Source:    Source{"field failure 7", "Request timeout default of 60 s kills long tools unless per-call timeouts are set. Needs: separate connect and call timeouts"},
 	// The virtual clock bounds "not before": the connect timeout's timer
@@ -485,7 +521,7 @@ var _ = Spec(Requirement{
 	}})
 	open := h.OpenAsync("main")
 	h.AwaitJournal("slow", "init-wait", 1)
-	h.AwaitJournal("fx", "initialized", 1)
+	h.AwaitJournal("fx", Handshake, 1)
 	h.Advance(timeout - 1)
 	h.AwaitTimerDue(1, "the connect timeout of server slow")
 	st := h.Status("slow")
@@ -501,11 +537,11 @@ var _ = Spec(Requirement{
 	}
 	h.Verify(Events, saysTimeout(msg), "server.failed says the connect timed out", "error %q", msg)
 	h.Verify(Response, saysTimeout(st.Error), "the status error says the connect timed out", "error %q", st.Error)
-	h.Verify(Journal, h.Journal("slow").Count("initialized") == 0, "the server never completed the handshake", "%d initialized", h.Journal("slow").Count("initialized"))
+	h.Verify(Journal, h.Journal("slow").Count(Handshake) == 0, "the server never completed the handshake", "%d initialized", h.Journal("slow").Count(Handshake))
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-HANDSHAKE-001", Level: Must, Profile: driver.ProfileCore, Area: "connect",
+	ID: "CORE-HANDSHAKE-001", Level: Must, Profile: driver.ProfileCore, Area: "connect", Eras: Both,
 	Statement: "An implementation MUST report a server that exits during the handshake as failed as soon as it exits, not at the connect timeout.",
 	Source:    Source{"field failure 10", "an immediate exit of the child is not noticed until initialize times out. Needs: exit detection during the handshake"},
 }, func(h *H) {
@@ -522,7 +558,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-STATUS-001", Level: Must, Profile: driver.ProfileCore, Area: "status",
+	ID: "CORE-STATUS-001", Level: Must, Profile: driver.ProfileCore, Area: "status", Eras: Both,
 	Statement: "An implementation MUST report in status, for a connected stdio server, the state connected, the transport, the number of tools and the real pid of its process.",
 	Source:    Source{"seed 004", "getServerStatus() returns name, status, toolCount, transport, error, connectedSinceMs"},
 }, func(h *H) {
@@ -538,7 +574,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-STATUS-002", Level: Must, Profile: driver.ProfileCore, Area: "status",
+	ID: "CORE-STATUS-002", Level: Must, Profile: driver.ProfileCore, Area: "status", Eras: Both,
 	Statement: "An implementation MUST show a server that fails to start as failed in the start report and status, with an error that quotes the tail of the server's stderr.",
 	Source:    Source{"field failure 15", "Startup failures reach only a log file, never the user. Needs: per-server errors in the status surface with the child's stderr tail"},
 }, func(h *H) {
@@ -557,7 +593,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-SESSION-001", Level: Must, Profile: driver.ProfileCore, Area: "session",
+	ID: "CORE-SESSION-001", Level: Must, Profile: driver.ProfileCore, Area: "session", Eras: Both,
 	Statement: "An implementation MUST open a session even when one of its servers fails, reporting that server failed and the others ready with their tools.",
 	Source:    Source{"seed 000", "startup does not fail the whole agent session when individual MCP servers fail"},
 }, func(h *H) {
@@ -575,7 +611,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-TEARDOWN-001", Level: Must, Profile: driver.ProfileCore, Area: "teardown",
+	ID: "CORE-TEARDOWN-001", Level: Must, Profile: driver.ProfileCore, Area: "teardown", Eras: Both,
 	Statement: "An implementation MUST leave no process of a stdio server behind when it shuts down, including processes the server spawned in its process group.",
 	Source:    Source{"field failure 1", "Orphaned server processes after the client exits, including whole generations of children left by wrappers. Needs: process groups, kill escalation, nothing left after Close"},
 }, func(h *H) {
@@ -591,7 +627,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-TEARDOWN-002", Level: Must, Profile: driver.ProfileCore, Area: "teardown", Needs: []driver.Capability{driver.CapSharedPool},
+	ID: "CORE-TEARDOWN-002", Level: Must, Profile: driver.ProfileCore, Area: "teardown", Needs: []driver.Capability{driver.CapSharedPool}, Eras: Both,
 	Statement: "An implementation MUST stop a server that ignores stdin EOF and SIGTERM by escalating from closing stdin to SIGTERM to SIGKILL, each after a bounded wait.",
 	Source:    Source{"field failure 10", "Stdio Close blocks forever waiting for the child. Needs: bounded close with escalation"},
 }, func(h *H) {

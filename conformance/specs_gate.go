@@ -37,7 +37,7 @@ func warmCache(h *H) {
 }
 
 var _ = Spec(Requirement{
-	ID: "GATE-TIMING-001", Level: Must, Profile: driver.ProfileStartupGate, Area: "gate", Timing: true,
+	ID: "GATE-TIMING-001", Level: Must, Profile: driver.ProfileStartupGate, Area: "gate", Timing: true, Eras: Both,
 	Statement: "An implementation MUST answer session.open when options.startupGateMs passes while a server with cached tools is still connecting, and not before.",
 	Source:    Source{"seed 000", "connectServers() waits on a race between all connect/tool-load tasks settled, and STARTUP_TIMEOUT_MS"},
 }, func(h *H) {
@@ -57,8 +57,8 @@ var _ = Spec(Requirement{
 	h.Advance(1)
 	rep := open.Report()
 	j := h.Journal("fx")
-	h.Verify(Journal, j.Count("initialize") == 1, "the server had not answered initialize when session.open returned",
-		"%d initialize entries (1 from the cache-warming run)", j.Count("initialize"))
+	h.Verify(Journal, j.Count(Handshake) == 1, "the server had not answered initialize when session.open returned",
+		"%d initialize entries (1 from the cache-warming run)", j.Count(Handshake))
 	closed := h.Await(Ev(event.GateClosed, ""))
 	h.VerifyElapsed(Events, "gate.closed comes startupGateMs after gate.opened", closed.At-opened.At, ms(gate))
 	h.Verify(Response, rep.ElapsedMs == gate && contains(rep.Deferred, "fx"), "the report says deferred after the gate's time",
@@ -66,7 +66,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "GATE-TIMING-002", Level: Should, Profile: driver.ProfileStartupGate, Area: "gate", Timing: true,
+	ID: "GATE-TIMING-002", Level: Should, Profile: driver.ProfileStartupGate, Area: "gate", Timing: true, Eras: Both,
 	Statement: "An implementation SHOULD bound session.open by a startup gate of 250 ms when no startupGateMs is given.",
 	Source:    Source{"seed 000", "Fast startup gate waits up to 250ms"},
 }, func(h *H) {
@@ -81,13 +81,13 @@ var _ = Spec(Requirement{
 	h.Verify(Response, !open.Answered(), "session.open is still waiting at 249 ms", "%s", pick(open.Answered(), "answered", "waiting"))
 	h.Advance(1)
 	rep := open.Report()
-	h.Verify(Journal, h.Journal("fx").Count("initialize") == 1, "the server had not answered initialize when session.open returned",
-		"%d initialize entries", h.Journal("fx").Count("initialize"))
+	h.Verify(Journal, h.Journal("fx").Count(Handshake) == 1, "the server had not answered initialize when session.open returned",
+		"%d initialize entries", h.Journal("fx").Count(Handshake))
 	h.Verify(Response, rep.ElapsedMs == 250 && contains(rep.Deferred, "fx"), "session.open returned at 250 ms", "elapsedMs=%d deferred=%v", rep.ElapsedMs, rep.Deferred)
 })
 
 var _ = Spec(Requirement{
-	ID: "GATE-DEFERRED-001", Level: Must, Profile: driver.ProfileStartupGate, Area: "deferred",
+	ID: "GATE-DEFERRED-001", Level: Must, Profile: driver.ProfileStartupGate, Area: "deferred", Eras: Both,
 	Statement: "An implementation MUST expose the cached tools of a server still connecting at the gate as deferred tools, and a call of a deferred tool MUST wait for the connection and then succeed.",
 	Source:    Source{"seed 000", "still-pending tasks use cached tool definitions if available to create DeferredMCPTools; DeferredMCPTool waits for waitForConnection(server) before calling"},
 }, func(h *H) {
@@ -114,11 +114,15 @@ var _ = Spec(Requirement{
 	j := h.Journal("fx")
 	var order []string
 	for _, e := range j {
-		if e.Launch == 2 && (e.Kind == "initialized" || e.Kind == "call-start") {
+		switch {
+		case e.Launch != 2:
+		case handshake(e):
+			order = append(order, Handshake)
+		case e.Kind == "call-start":
 			order = append(order, e.Kind)
 		}
 	}
-	h.Verify(Journal, strings.Join(order, ",") == "initialized,call-start", "the call reached the server only after its handshake", "%v", order)
+	h.Verify(Journal, strings.Join(order, ",") == Handshake+",call-start", "the call reached the server only after its handshake", "%v", order)
 	h.Verify(Response, !r.Result.IsError && strings.Contains(r.Result.Text, "waited"), "the deferred call succeeds", "%+v", r.Result)
 	for _, t := range h.Tools("main") {
 		if t.Deferred {
@@ -128,7 +132,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "GATE-FAST-001", Level: Must, Profile: driver.ProfileStartupGate, Area: "gate",
+	ID: "GATE-FAST-001", Level: Must, Profile: driver.ProfileStartupGate, Area: "gate", Eras: Both,
 	Statement: "An implementation MUST answer session.open as soon as every server has connected or failed, without waiting for the gate's timeout.",
 	Source:    Source{"seed 000", "waits on a race between all connect/tool-load tasks settled, and STARTUP_TIMEOUT_MS"},
 }, func(h *H) {
@@ -144,7 +148,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "GATE-HOLD-001", Level: Must, Profile: driver.ProfileStartupGate, Area: "gate",
+	ID: "GATE-HOLD-001", Level: Must, Profile: driver.ProfileStartupGate, Area: "gate", Eras: Both,
 	Statement: "An implementation MUST, without late registration, hold session.open past the gate for a pending server that has no cached tools, until that server connects or fails.",
 	Source:    Source{"seed 000", "still-pending tasks: otherwise block until those pending tasks settle ... Hard wait for correctness"},
 }, func(h *H) {
@@ -169,7 +173,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "GATE-LATE-001", Level: Must, Profile: driver.ProfileStartupGate, Area: "late",
+	ID: "GATE-LATE-001", Level: Must, Profile: driver.ProfileStartupGate, Area: "late", Eras: Both,
 	Statement: "An implementation MUST, with options.lateRegistration, answer session.open at the gate without waiting for a pending server that has no cached tools, and register that server's tools in the session when it connects.",
 	Source:    Source{"reference semantics", "Later versions, after a field report of a 25 s startup hang, stopped blocking on pending servers without cache and register their tools when they arrive"},
 }, func(h *H) {
@@ -183,7 +187,7 @@ var _ = Spec(Requirement{
 	h.AwaitJournal("fx", "launch", 1)
 	h.Advance(250)
 	rep := open.Report()
-	h.Verify(Journal, h.Journal("fx").Count("initialize") == 0, "session.open returned before the server answered initialize", "journal kinds %v", kinds(h.Journal("fx")))
+	h.Verify(Journal, h.Journal("fx").Count(Handshake) == 0, "session.open returned before the server answered initialize", "journal kinds %v", kinds(h.Journal("fx")))
 	h.Verify(Response, contains(rep.Late, "fx") && len(h.ToolNames("main", "fx")) == 0, "the report lists it late, with no tools yet", "late=%v tools=%v", rep.Late, h.ToolNames("main", "fx"))
 	release()
 	h.AwaitJournal("fx", "tools-list", 1)
@@ -194,7 +198,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "GATE-CACHE-001", Level: Must, Profile: driver.ProfileStartupGate, Area: "cache",
+	ID: "GATE-CACHE-001", Level: Must, Profile: driver.ProfileStartupGate, Area: "cache", Eras: Both,
 	Statement: "An implementation MUST key its tool cache on the server configuration as written, so that a changed value of a variable it references still hits the cache and the value is never written to the cache.",
 	Source:    Source{"reference semantics", "configHash is SHA-256 of a canonical (sorted-key) JSON of the unresolved config, so rotating secrets do not change the key and do not land in the cache"},
 }, func(h *H) {
@@ -224,12 +228,12 @@ var _ = Spec(Requirement{
 	h.AdvanceToNext()
 	rep := open.Report()
 	h.Verify(Events, h.Count(Ev(event.CacheHit, "fx")) == 1, "the rotated secret still hits the cache", "%d cache.hit", h.Count(Ev(event.CacheHit, "fx")))
-	h.Verify(Journal, contains(rep.Deferred, "fx") && h.Journal("fx").Count("initialize") == 1, "the server is deferred on cached tools while still connecting",
-		"deferred=%v initialize=%d", rep.Deferred, h.Journal("fx").Count("initialize"))
+	h.Verify(Journal, contains(rep.Deferred, "fx") && h.Journal("fx").Count(Handshake) == 1, "the server is deferred on cached tools while still connecting",
+		"deferred=%v initialize=%d", rep.Deferred, h.Journal("fx").Count(Handshake))
 })
 
 var _ = Spec(Requirement{
-	ID: "GATE-CACHE-003", Level: Must, Profile: driver.ProfileStartupGate, Area: "cache",
+	ID: "GATE-CACHE-003", Level: Must, Profile: driver.ProfileStartupGate, Area: "cache", Eras: Both,
 	Statement: "An implementation MUST keep hitting the tool cache when a server's entry is rewritten without a change of meaning (another key order, other whitespace, a comment).",
 	Source:    Source{"reference semantics", "configHash is SHA-256 of a canonical (sorted-key) JSON of the unresolved config"},
 	Needs:     []driver.Capability{driver.CapConfigDiscovery},
@@ -263,8 +267,8 @@ var _ = Spec(Requirement{
 	rep := open.Report()
 	h.Verify(Events, h.Count(Ev(event.CacheHit, "fx")) == 1 && h.Count(Ev(event.CacheMiss, "fx")) == 0,
 		"the rewritten entry hits the cache", "%d cache.hit, %d cache.miss", h.Count(Ev(event.CacheHit, "fx")), h.Count(Ev(event.CacheMiss, "fx")))
-	h.Verify(Journal, contains(rep.Deferred, "fx") && h.Journal("fx").Count("initialize") == 1, "the server is deferred on cached tools while still connecting",
-		"deferred=%v initialize=%d", rep.Deferred, h.Journal("fx").Count("initialize"))
+	h.Verify(Journal, contains(rep.Deferred, "fx") && h.Journal("fx").Count(Handshake) == 1, "the server is deferred on cached tools while still connecting",
+		"deferred=%v initialize=%d", rep.Deferred, h.Journal("fx").Count(Handshake))
 	release()
 	h.AwaitJournal("fx", "tools-list", 2)
 })

@@ -64,7 +64,7 @@ func hostTools(extra Knobs) Knobs {
 }
 
 var _ = Spec(Requirement{
-	ID: "CORE-SAMPLING-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers",
+	ID: "CORE-SAMPLING-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers", Eras: Legacy, ModernPending: pendingHandlers,
 	Statement: "An implementation MUST answer a server's sampling/createMessage through the host's sampling handler when the server's configuration says \"sampling\": true (the driver's model answers `echo: <text>`, sampling.answered), and MUST NOT offer sampling to a server without the setting: its request fails and nothing answers it.",
 	Source:    Source{handlersSource, "sampling through a pluggable callback, off by default and enabled per server"},
 	Needs:     []driver.Capability{driver.CapHostHandlers},
@@ -86,7 +86,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-ROOTS-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers",
+	ID: "CORE-ROOTS-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers", Eras: Legacy, ModernPending: pendingHandlers,
 	Statement: "An implementation MUST advertise the roots of a server's \"roots\" configuration and answer its roots/list with them (roots.listed); a server without roots MUST NOT be offered the roots capability: its roots/list fails.",
 	Source:    Source{handlersSource, "roots, off by default and enabled per server"},
 	Needs:     []driver.Capability{driver.CapHostHandlers},
@@ -106,7 +106,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-LISTS-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers",
+	ID: "CORE-LISTS-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers", Eras: Both,
 	Statement: "An implementation MUST list the resources and prompts of a server whose configuration says \"resources\": true and \"prompts\": true after connect (resources.listed, prompts.listed) and again after their list_changed, and MUST NOT list them for a server without the settings.",
 	Source:    Source{handlersSource, "resources and prompts listing, off by default and enabled per server"},
 	Needs:     []driver.Capability{driver.CapHostHandlers},

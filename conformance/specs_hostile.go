@@ -38,7 +38,7 @@ func (h *H) startHostile(bad Knobs, extra ...func(Server) Server) {
 }
 
 var _ = Spec(Requirement{
-	ID: "CORE-HOSTILE-001", Level: Must, Profile: driver.ProfileCore, Area: "hostile",
+	ID: "CORE-HOSTILE-001", Level: Must, Profile: driver.ProfileCore, Area: "hostile", Eras: Both,
 	Statement: "An implementation MUST connect a stdio server that prints non-JSON lines on stdout (a banner before the handshake, a log line between messages) and keep its connection and calls working.",
 	Source:    Source{hostileSource, "Real servers print banners on stdout ... the bad server fails alone ... the others keep working"},
 }, func(h *H) {
@@ -52,7 +52,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-HOSTILE-002", Level: Must, Profile: driver.ProfileCore, Area: "hostile",
+	ID: "CORE-HOSTILE-002", Level: Must, Profile: driver.ProfileCore, Area: "hostile", Eras: Both,
 	Statement: "An implementation MUST hand a tool result that arrived with invalid UTF-8 bytes to the caller as valid UTF-8 text, and keep the connection.",
 	Source:    Source{hostileSource, "Real servers ... write invalid UTF-8"},
 }, func(h *H) {
@@ -67,7 +67,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-HOSTILE-003", Level: Must, Profile: driver.ProfileCore, Area: "hostile",
+	ID: "CORE-HOSTILE-003", Level: Must, Profile: driver.ProfileCore, Area: "hostile", Eras: Both,
 	Statement: "An implementation MUST NOT let a stdio server that writes one 64 MiB line without a newline wedge the session: session start returns and the other servers keep answering.",
 	Source:    Source{hostileSource, "Real servers ... send 50 MB lines ... the bad server fails alone with a clear status and event (what it sent, capped)"},
 }, func(h *H) {
@@ -80,7 +80,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-HOSTILE-004", Level: Must, Profile: driver.ProfileCore, Area: "hostile",
+	ID: "CORE-HOSTILE-004", Level: Must, Profile: driver.ProfileCore, Area: "hostile", Eras: Both,
 	Statement: "An implementation MUST ignore replies whose id matches no request in flight, unknown or already answered, and keep the connection.",
 	Source:    Source{hostileSource, "responses with unknown or duplicate ids"},
 }, func(h *H) {
@@ -96,7 +96,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-HOSTILE-005", Level: Should, Profile: driver.ProfileCore, Area: "hostile",
+	ID: "CORE-HOSTILE-005", Level: Should, Profile: driver.ProfileCore, Area: "hostile", Eras: Both,
 	Statement: "An implementation SHOULD absorb a burst of 10,000 tools/list_changed notifications into a few tools/list requests instead of one per notification.",
 	Source:    Source{hostileSource, "a notification flood (100,000 list_changed) ... debounced refreshes absorb the flood"},
 	// The virtual clock keeps the whole flood inside one debounce window, so
@@ -134,7 +134,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-HOSTILE-006", Level: Must, Profile: driver.ProfileCore, Area: "hostile",
+	ID: "CORE-HOSTILE-006", Level: Must, Profile: driver.ProfileCore, Area: "hostile", Eras: Both,
 	Statement: "An implementation MUST fail a call in flight at once when its stdio server closes stdout while the process keeps running, and MUST stop that process.",
 	Source:    Source{hostileSource, "stdout closed while the process keeps running ... nothing hangs"},
 }, func(h *H) {
@@ -161,7 +161,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-HOSTILE-007", Level: Must, Profile: driver.ProfileCore, Area: "hostile",
+	ID: "CORE-HOSTILE-007", Level: Must, Profile: driver.ProfileCore, Area: "hostile", Eras: Both,
 	Statement: "An implementation MUST drain a stdio server's stderr while it runs, so a server that writes 100 MB there before serving still connects and answers.",
 	Source:    Source{hostileSource, "100 MB on stderr ... the stderr tail is a ring buffer"},
 }, func(h *H) {
@@ -176,7 +176,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-HOSTILE-008", Level: Must, Profile: driver.ProfileCore, Area: "hostile",
+	ID: "CORE-HOSTILE-008", Level: Must, Profile: driver.ProfileCore, Area: "hostile", Eras: Both,
 	Statement: "An implementation MUST keep the other servers working when one lists 10,000 tools, a tool name of 10,000 characters or an input schema nested 1,000 levels deep, and MUST expose no tool whose name exceeds 64 characters.",
 	Source:    Source{hostileSource, "return 10,000 tools or schemas nested a thousand deep ... a tool name of 10,000 characters"},
 }, func(h *H) {

@@ -42,7 +42,7 @@ func (h *H) passDebounce(key string) {
 }
 
 var _ = Spec(Requirement{
-	ID: "REG-GRACE-001", Level: Must, Profile: driver.ProfileRegistration, Area: "grace", Timing: true,
+	ID: "REG-GRACE-001", Level: Must, Profile: driver.ProfileRegistration, Area: "grace", Timing: true, Eras: Both,
 	Statement: "An implementation MUST keep the tools of a server whose connection dropped registered for options.unregisterGraceMs, and unregister them when the window passes without a reconnect.",
 	Source:    Source{"seed 003", "If graceful=True, delays unregistration to allow for reconnection during transient disconnects (GRACEFUL_UNREGISTER_TIMEOUT = 5.0 s)"},
 }, func(h *H) {
@@ -76,12 +76,12 @@ var _ = Spec(Requirement{
 	j := h.AwaitJournalFunc("fx", "a relaunch, and every relaunch ended with fail-on-start", func(j JournalEntries) bool {
 		return len(j.Launches()) >= 2 && len(j.Where("exit", "reason", "fail-on-start")) == len(j.Launches())-1
 	})
-	h.Verify(Journal, j.Count("initialized") == 1, "the server never came back (every relaunch failed)",
-		"%d launches, %d fail-on-start exits, %d handshakes", len(j.Launches()), len(j.Where("exit", "reason", "fail-on-start")), j.Count("initialized"))
+	h.Verify(Journal, j.Count(Handshake) == 1, "the server never came back (every relaunch failed)",
+		"%d launches, %d fail-on-start exits, %d handshakes", len(j.Launches()), len(j.Where("exit", "reason", "fail-on-start")), j.Count(Handshake))
 })
 
 var _ = Spec(Requirement{
-	ID: "REG-GRACE-002", Level: Must, Profile: driver.ProfileRegistration, Area: "grace",
+	ID: "REG-GRACE-002", Level: Must, Profile: driver.ProfileRegistration, Area: "grace", Eras: Both,
 	Statement: "An implementation MUST cancel the pending unregistration when a dropped server reconnects inside the grace window, so its tools never disappear and are not duplicated.",
 	Source:    Source{"seed 003", "Cancel any pending unregister for this server ... no flapping, no duplicates"},
 }, func(h *H) {
@@ -104,7 +104,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "REG-GRACE-003", Level: Must, Profile: driver.ProfileRegistration, Area: "grace",
+	ID: "REG-GRACE-003", Level: Must, Profile: driver.ProfileRegistration, Area: "grace", Eras: Both,
 	Statement: "An implementation MUST apply the unregister grace window when it replaces a server itself after a failed health probe: the tools stay registered for options.unregisterGraceMs and are unregistered when the window passes without a reconnect.",
 	Source:    Source{"seed 003", "If graceful=True, delays unregistration to allow for reconnection during transient disconnects (GRACEFUL_UNREGISTER_TIMEOUT = 5.0 s)"},
 	Needs:     []driver.Capability{driver.CapVirtualClock, driver.CapHealthProbe},
@@ -139,11 +139,11 @@ var _ = Spec(Requirement{
 	j := h.AwaitJournalFunc("fx", "a relaunch that failed on start", func(j JournalEntries) bool {
 		return len(j.Where("exit", "reason", "fail-on-start")) >= 1
 	})
-	h.Verify(Journal, j.Count("initialized") == 1, "the server never came back (every relaunch failed)", "%d handshakes", j.Count("initialized"))
+	h.Verify(Journal, j.Count(Handshake) == 1, "the server never came back (every relaunch failed)", "%d handshakes", j.Count(Handshake))
 })
 
 var _ = Spec(Requirement{
-	ID: "REG-LISTCHANGED-001", Level: Must, Profile: driver.ProfileRegistration, Area: "list-changed",
+	ID: "REG-LISTCHANGED-001", Level: Must, Profile: driver.ProfileRegistration, Area: "list-changed", Eras: Both,
 	Statement: "An implementation MUST, on notifications/tools/list_changed, list the server's tools again and update them in every open session.",
 	Source:    Source{"field failure 6", "notifications/tools/list_changed ignored, or the new list only visible on the next turn. Needs: refresh that server's tools promptly, debounce bursts"},
 }, func(h *H) {
@@ -171,7 +171,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "REG-LISTCHANGED-002", Level: Should, Profile: driver.ProfileRegistration, Area: "list-changed",
+	ID: "REG-LISTCHANGED-002", Level: Should, Profile: driver.ProfileRegistration, Area: "list-changed", Eras: Both,
 	Statement: "An implementation SHOULD keep a server's previous tools when a refresh after list_changed returns an empty list.",
 	Source:    Source{"field failure 6", "keep the old list if the refresh comes back empty by mistake"},
 }, func(h *H) {
@@ -188,7 +188,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "REG-DISCONNECT-001", Level: Must, Profile: driver.ProfileRegistration, Area: "disconnect",
+	ID: "REG-DISCONNECT-001", Level: Must, Profile: driver.ProfileRegistration, Area: "disconnect", Eras: Both,
 	Statement: "An implementation MUST, on server.disconnect, unregister the server's tools at once, stop its process and not restart it until the next reload.",
 	Source:    Source{"seed 000", "disconnectServer(name): closes transport if connected, removes that server's mcp_ tools from manager state"},
 }, func(h *H) {
@@ -221,7 +221,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "REG-RELOAD-001", Level: Must, Profile: driver.ProfileRegistration, Area: "reload",
+	ID: "REG-RELOAD-001", Level: Must, Profile: driver.ProfileRegistration, Area: "reload", Eras: Both,
 	Statement: "An implementation MUST, on reload, re-read its configuration files, stop servers no longer configured, start new ones and swap the tools of open sessions.",
 	Source:    Source{"field failure 13", "\"restart\" reuses a stale cached config. Needs: deferred calls wait for the connection; reload re-reads config"},
 }, func(h *H) {
@@ -244,7 +244,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "REG-COLLISION-001", Level: Must, Profile: driver.ProfileRegistration, Area: "collision",
+	ID: "REG-COLLISION-001", Level: Must, Profile: driver.ProfileRegistration, Area: "collision", Eras: Both,
 	Statement: "An implementation MUST expose one tool per exposed name when two servers' tools collide after sanitizing, pick the same winner in every session and report the collision, whichever of the two servers' tools arrive first.",
 	Source:    Source{"seed 002", "Different raw names can still sanitize to the same identifier (for example my-server and my.server), and registry insertion is last-write-wins"},
 }, func(h *H) {

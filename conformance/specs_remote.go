@@ -26,7 +26,7 @@ func (h *H) writeCredentials(path, token string) {
 }
 
 var _ = Spec(Requirement{
-	ID: "REMOTE-CONFIG-001", Level: Must, Profile: driver.ProfileRemote, Area: "config",
+	ID: "REMOTE-CONFIG-001", Level: Must, Profile: driver.ProfileRemote, Area: "config", Eras: Both,
 	Statement: "An implementation MUST connect a server configured with a url and no type as a streamable HTTP server, sending the headers of its configuration with every request.",
 	Source:    Source{"seed 002", "transport inferred as server.transport ?? (command ? \"stdio\" : url ? \"http\" : \"stdio\")"},
 }, func(h *H) {
@@ -47,7 +47,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "REMOTE-EXPIRY-001", Level: Must, Profile: driver.ProfileRemote, Area: "session-expiry",
+	ID: "REMOTE-EXPIRY-001", Level: Must, Profile: driver.ProfileRemote, Area: "session-expiry", Eras: Legacy,
 	Statement: "An implementation MUST, when a remote server answers a tools/call with 404 for the session, re-initialize a new session at once and send the call again on it, so the server runs the call exactly once and no restart is scheduled.",
 	Source:    Source{"issue 14", "on 404 for a known session, re-initialize once and retry the request if it was idempotent (tools/list, ping; a tools/call is retried only when the server never saw it)"},
 }, func(h *H) {
@@ -73,7 +73,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "REMOTE-RESUME-001", Level: Must, Profile: driver.ProfileRemote, Area: "stream-resumption", Timing: true,
+	ID: "REMOTE-RESUME-001", Level: Must, Profile: driver.ProfileRemote, Area: "stream-resumption", Timing: true, Eras: Legacy,
 	Statement: "An implementation MUST resume a response stream that ended before the answer, after an event id, with a GET carrying Last-Event-ID once the server's retry: has passed, and deliver the answer without sending the call again.",
 	Source:    Source{"issue 14", "resume a dropped stream with GET and Last-Event-ID honouring `retry:`"},
 }, func(h *H) {
@@ -99,7 +99,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "REMOTE-AUTH-001", Level: Must, Profile: driver.ProfileRemote, Area: "auth",
+	ID: "REMOTE-AUTH-001", Level: Must, Profile: driver.ProfileRemote, Area: "auth", Eras: Both,
 	Statement: "An implementation MUST, when a remote server rejects the bearer token with 401, get a new token from its credential provider once and send the request again with it.",
 	Source:    Source{"issue 14", "on 401/403 refresh the credential once through the configured provider"},
 }, func(h *H) {
@@ -119,7 +119,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "REMOTE-AUTH-002", Level: Must, Profile: driver.ProfileRemote, Area: "auth",
+	ID: "REMOTE-AUTH-002", Level: Must, Profile: driver.ProfileRemote, Area: "auth", Eras: Both,
 	Statement: "An implementation MUST, when the credential is rejected and the provider has no newer one, report the server as needing authorization (status needs-auth) and not restart it.",
 	Source:    Source{"issue 14", "then report the server as needing authorization (a status, not a restart loop)"},
 }, func(h *H) {
@@ -141,11 +141,11 @@ var _ = Spec(Requirement{
 	h.Verify(Events, len(later) == 0, "nothing reconnects or restarts it", "events after remote.auth_required: %v", later)
 	h.Verify(Response, st.State == "needs-auth", "status says needs-auth", "state=%s", st.State)
 	j := h.Journal("fx")
-	h.Verify(Journal, j.Count("initialize") == 1, "no reconnect in 10 minutes", "%d initialize", j.Count("initialize"))
+	h.Verify(Journal, j.Count(Handshake) == 1, "no reconnect in 10 minutes", "%d initialize", j.Count(Handshake))
 })
 
 var _ = Spec(Requirement{
-	ID: "REMOTE-RETRYAFTER-001", Level: Must, Profile: driver.ProfileRemote, Area: "retry-after", Timing: true,
+	ID: "REMOTE-RETRYAFTER-001", Level: Must, Profile: driver.ProfileRemote, Area: "retry-after", Timing: true, Eras: Both,
 	Statement: "An implementation MUST, when a remote server answers a call 429 with Retry-After, wait that long, capped by the server's longest restart delay, before sending the call again, once.",
 	Source:    Source{"issue 14", "honour Retry-After within the restart policy's bounds"},
 }, func(h *H) {
@@ -167,7 +167,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "REMOTE-RETRYAFTER-002", Level: Must, Profile: driver.ProfileRemote, Area: "retry-after", Timing: true,
+	ID: "REMOTE-RETRYAFTER-002", Level: Must, Profile: driver.ProfileRemote, Area: "retry-after", Timing: true, Eras: Both,
 	Statement: "An implementation MUST schedule the next connect attempt no sooner than the Retry-After of a handshake the server refused with 503, even when the restart policy's delay is shorter.",
 	Source:    Source{"issue 14", "honour Retry-After within the restart policy's bounds"},
 }, func(h *H) {
@@ -181,14 +181,14 @@ var _ = Spec(Requirement{
 	h.Await(Ev(event.RestartScheduled, "fx", "delay_ms", "5000"))
 	h.Advance(4999)
 	h.AwaitTimerDue(1, "the restart after the Retry-After")
-	h.Verify(Journal, h.Journal("fx").Count("initialize") == 0, "no handshake before the Retry-After passed", "%d initialize", h.Journal("fx").Count("initialize"))
+	h.Verify(Journal, h.Journal("fx").Count(Handshake) == 0, "no handshake before the Retry-After passed", "%d initialize", h.Journal("fx").Count(Handshake))
 	h.Advance(1)
-	j := h.AwaitJournal("fx", "initialized", 1)
-	h.Verify(Journal, j.Count("throttled") == 2 && j.Count("initialize") == 1, "two refusals, then one handshake", "%d throttled, %d initialize", j.Count("throttled"), j.Count("initialize"))
+	j := h.AwaitJournal("fx", Handshake, 1)
+	h.Verify(Journal, j.Count("throttled") == 2 && j.Count(Handshake) == 1, "two refusals, then one handshake", "%d throttled, %d initialize", j.Count("throttled"), j.Count(Handshake))
 })
 
 var _ = Spec(Requirement{
-	ID: "REMOTE-REFUSED-001", Level: Must, Profile: driver.ProfileRemote, Area: "refused", Timing: true,
+	ID: "REMOTE-REFUSED-001", Level: Must, Profile: driver.ProfileRemote, Area: "refused", Timing: true, Eras: Both,
 	Statement: "An implementation MUST retry a remote server whose connections are refused on its restart policy's schedule and connect once it accepts them.",
 	Source:    Source{"issue 14", "connection refused follows the restart policy"},
 }, func(h *H) {
@@ -201,6 +201,6 @@ var _ = Spec(Requirement{
 	h.AwaitJournal("fx", "connection-refused", 2)
 	h.Await(Ev(event.RestartScheduled, "fx", "delay_ms", "2000"))
 	h.Advance(2000)
-	j := h.AwaitJournal("fx", "initialized", 1)
-	h.Verify(Journal, j.Count("connection-refused") == 2 && j.Count("initialize") == 1, "two refused connects, then one handshake", "%d refused, %d initialize", j.Count("connection-refused"), j.Count("initialize"))
+	j := h.AwaitJournal("fx", Handshake, 1)
+	h.Verify(Journal, j.Count("connection-refused") == 2 && j.Count(Handshake) == 1, "two refused connects, then one handshake", "%d refused, %d initialize", j.Count("connection-refused"), j.Count(Handshake))
 })

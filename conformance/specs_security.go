@@ -48,7 +48,7 @@ func exists(path string) bool {
 }
 
 var _ = Spec(Requirement{
-	ID: "SEC-TRUST-001", Level: Must, Profile: driver.ProfileSecurity, Area: "trust",
+	ID: "SEC-TRUST-001", Level: Must, Profile: driver.ProfileSecurity, Area: "trust", Eras: Both,
 	Statement: "An implementation MUST NOT launch a stdio server defined in project-level configuration while the workspace is untrusted, and MUST report it blocked.",
 	Source:    Source{"seed 004", "stdio transport AND !trusted? block with diagnostic ... stdio hard-blocked, no user spawn"},
 }, func(h *H) {
@@ -65,7 +65,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-TRUST-002", Level: Must, Profile: driver.ProfileSecurity, Area: "trust",
+	ID: "SEC-TRUST-002", Level: Must, Profile: driver.ProfileSecurity, Area: "trust", Eras: Both,
 	Statement: "An implementation MUST NOT run a \"!command\" value from project-level configuration while the workspace is untrusted, while running those of user-level configuration.",
 	Source:    Source{"seed 002", "value starting with ! => execute shell command, use trimmed stdout (cached)"},
 }, func(h *H) {
@@ -77,15 +77,15 @@ var _ = Spec(Requirement{
 	)
 	h.Start(Setup{ConfigFiles: files, Trusted: false})
 	h.Open("main")
-	h.AwaitJournal("web", "initialized", 1)
-	h.AwaitJournal("mine", "initialized", 1)
-	h.Verify(Journal, h.Journal("web").Count("initialize") == 1, "the project-level http server was connected (http is not gated)", "initialize entries %d", h.Journal("web").Count("initialize"))
+	h.AwaitJournal("web", Handshake, 1)
+	h.AwaitJournal("mine", Handshake, 1)
+	h.Verify(Journal, h.Journal("web").Count(Handshake) == 1, "the project-level http server was connected (http is not gated)", "initialize entries %d", h.Journal("web").Count(Handshake))
 	h.Verify(Files, exists(userMarker), "the user-level command ran", "marker file %s %s", userMarker, pick(exists(userMarker), "exists", "is absent"))
 	h.Verify(Files, !exists(projMarker), "the project-level command did not run", "marker file %s %s", projMarker, pick(exists(projMarker), "exists", "is absent"))
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-TRUST-003", Level: Must, Profile: driver.ProfileSecurity, Area: "trust",
+	ID: "SEC-TRUST-003", Level: Must, Profile: driver.ProfileSecurity, Area: "trust", Eras: Both,
 	Statement: "An implementation MUST run project-level stdio servers and \"!command\" values once the workspace is trusted.",
 	Source:    Source{"seed 004", "spawning arbitrary commands from a cloned repo's .mcp.json is a non-starter until the user accepts the workspace-trust prompt"},
 }, func(h *H) {
@@ -100,7 +100,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-EXPAND-001", Level: Must, Profile: driver.ProfileSecurity, Area: "expansion",
+	ID: "SEC-EXPAND-001", Level: Must, Profile: driver.ProfileSecurity, Area: "expansion", Eras: Both,
 	Statement: "An implementation MUST expand ${VAR} in the url of a project-level server only from that server's own env block, never from its environment, while user-level servers may use the environment.",
 	Source:    Source{"seed 004", "Expansion only looks at the server's own env block, not at process.env. A malicious .mcp.json ... would otherwise exfiltrate SideCar's own API key"},
 }, func(h *H) {
@@ -116,7 +116,7 @@ var _ = Spec(Requirement{
 	)
 	h.Start(Setup{ConfigFiles: files, Trusted: true, Env: map[string]string{"LEAK_ADDR": leak, "OWN_ADDR": "127.0.0.1:9", "USER_ADDR": user}})
 	h.Open("main")
-	initialized := func(j JournalEntries) bool { return j.Count("initialized") > 0 }
+	initialized := func(j JournalEntries) bool { return j.Count(Handshake) > 0 }
 	h.AwaitJournalFunc("own", `the project-level server "own" initialized: its url expands from its own env block (start.configFiles, level project, trusted)`, initialized)
 	h.AwaitJournalFunc("user", `the user-level server "user" initialized: its url expands from start.env (start.configFiles, level user)`, initialized)
 	h.Verify(Journal, true, "the project server expanded from its own env block and the user server from the environment both connected", "own and user initialized")
@@ -130,12 +130,12 @@ var _ = Spec(Requirement{
 		}
 		return len(decided) > 0
 	}, func() string { return fmt.Sprintf("%d events of server leak", len(h.Find(Ev("", "leak")))) })
-	h.Verify(Journal, h.Journal("leak").Count("initialize") == 0 && h.Journal("leak").Count("request") == 0,
-		"nothing reached the address only the environment knew", "%d initialize", h.Journal("leak").Count("initialize"))
+	h.Verify(Journal, h.Journal("leak").Count(Handshake) == 0 && h.Journal("leak").Count("request") == 0,
+		"nothing reached the address only the environment knew", "%d initialize", h.Journal("leak").Count(Handshake))
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-EXPAND-002", Level: Must, Profile: driver.ProfileSecurity, Area: "expansion",
+	ID: "SEC-EXPAND-002", Level: Must, Profile: driver.ProfileSecurity, Area: "expansion", Eras: Both,
 	Statement: "An implementation MUST expand ${VAR} and ${VAR:-default} in the env values of a user-level server from the configuration's environment, using the default when VAR is unset or empty, and MUST leave a reference to an unset variable without a default as it is.",
 	Source:    Source{"seed 002", "supports ${VAR} and ${VAR:-default}; unresolved values remain literal ${VAR} strings"},
 }, func(h *H) {
@@ -157,7 +157,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-DIAG-001", Level: Must, Profile: driver.ProfileSecurity, Area: "config",
+	ID: "SEC-DIAG-001", Level: Must, Profile: driver.ProfileSecurity, Area: "config", Eras: Both,
 	Statement: "An implementation MUST reject an invalid server entry of a config file with a config.error naming the file and the field, and list that server in status as failed with an error that names the file, the server and the field; the file's valid servers still connect.",
 	Source:    Source{"seed 000", "Invalid server config | Server skipped with validation error entry | Best-effort per server"},
 }, func(h *H) {
@@ -189,7 +189,7 @@ var _ = Spec(Requirement{
 		h.Verify(Events, got == "0:0" || slices.Contains(at, got), "the config.error's line and column point at the field (or are 0, unknown)", "line:column %s, the field's name is at %s and its value at %s", got, at[0], at[1])
 	}
 	h.Open("main")
-	h.AwaitJournal("good", "initialized", 1)
+	h.AwaitJournal("good", Handshake, 1)
 	h.Verify(Journal, len(h.Journal("broken").Launches()) == 0, "the invalid server never ran while its valid sibling connected", "%d launches", len(h.Journal("broken").Launches()))
 	st := h.Status("broken-fx")
 	h.Verify(Response, st.State == "failed", "status lists the invalid server as failed", "state %s", st.State)
@@ -199,7 +199,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-FORMAT-001", Level: Must, Profile: driver.ProfileSecurity, Area: "config",
+	ID: "SEC-FORMAT-001", Level: Must, Profile: driver.ProfileSecurity, Area: "config", Eras: Both,
 	Statement: "An implementation MUST read config files as DRIVER.md describes them: // and /* */ comments and trailing commas are tolerated, servers may sit under \"servers\" (VS Code's files) as well as under \"mcpServers\", and a server name is 1-100 characters of [a-zA-Z0-9_.-] (another name is a config.error for the field name).",
 	Source:    Source{"seed 002", "Reusing the same server name in multiple sources causes precedence shadowing; native .omp/mcp.json, tool-specific config dirs (.vscode/mcp.json keeps servers under \"servers\")"},
 }, func(h *H) {
@@ -236,7 +236,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-FORMAT-002", Level: Must, Profile: driver.ProfileSecurity, Area: "config",
+	ID: "SEC-FORMAT-002", Level: Must, Profile: driver.ProfileSecurity, Area: "config", Eras: Both,
 	Statement: "An implementation MUST report a config file that is not valid JSON (comments and trailing commas aside) with a config.error naming the file, and still load and connect the servers of its other config files.",
 	Source:    Source{"seed 000", "Invalid server config | Server skipped with validation error entry | Best-effort per server"},
 }, func(h *H) {
@@ -259,7 +259,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-URL-001", Level: Must, Profile: driver.ProfileSecurity, Area: "config",
+	ID: "SEC-URL-001", Level: Must, Profile: driver.ProfileSecurity, Area: "config", Eras: Both,
 	Statement: "An implementation MUST reject a remote server whose url is not an absolute http or https URL with a config.error naming the url field, list it in status as failed, and still connect the other servers.",
 	Source:    Source{"seed 000", "Invalid server config | Server skipped with validation error entry | Best-effort per server"},
 }, func(h *H) {
@@ -271,7 +271,7 @@ var _ = Spec(Requirement{
 	})
 	h.Start(Setup{ConfigFiles: []driver.ConfigFile{{Path: file, Level: "user"}}})
 	rep := h.Open("main")
-	h.AwaitJournal("good", "initialized", 1)
+	h.AwaitJournal("good", Handshake, 1)
 	h.Verify(Journal, contains(rep.Ready, "good"), "the valid server connects", "ready=%v", rep.Ready)
 	for _, name := range []string{"ftp", "relative"} {
 		var fields []string
@@ -286,7 +286,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-EXPAND-003", Level: Must, Profile: driver.ProfileSecurity, Area: "expansion",
+	ID: "SEC-EXPAND-003", Level: Must, Profile: driver.ProfileSecurity, Area: "expansion", Eras: Both,
 	Statement: "An implementation MUST resolve each env value of a user-level server as seed 002 says: a value starting with ! becomes the trimmed stdout of that shell command, a command that fails drops the value with a config.unresolved naming the field, a value that names a set variable of the environment becomes that variable's value, and any other value stays as written.",
 	Source:    Source{"seed 002", "value starting with ! => execute shell command, use trimmed stdout (cached); otherwise, treat value as environment variable name first (process.env[name]), fallback to literal value; unresolved command/env values are omitted"},
 }, func(h *H) {
@@ -315,7 +315,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-ENV-001", Level: Must, Profile: driver.ProfileSecurity, Area: "environment",
+	ID: "SEC-ENV-001", Level: Must, Profile: driver.ProfileSecurity, Area: "environment", Eras: Both,
 	Statement: "An implementation MUST give a stdio server only allowlisted variables of its own environment plus the server's env block.",
 	Source:    Source{"reference semantics", "The stdio child gets an allowlisted environment (PATH, HOME, TMPDIR and similar) plus the server's own env block"},
 }, func(h *H) {
@@ -355,7 +355,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-WRAP-001", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping",
+	ID: "SEC-WRAP-001", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping", Eras: Both,
 	Statement: "An implementation MUST wrap every tool result handed to the agent, errors included, in <mcp_tool_output server=\"S\" tool=\"T\" trust=\"untrusted\"> ... </mcp_tool_output> boundary markers.",
 	Source:    Source{"seed 004", "wrapMcpOutput unconditionally wraps the output in <mcp_tool_output server=\"…\" tool=\"…\" trust=\"untrusted\">…</mcp_tool_output> boundary markers"},
 }, func(h *H) {
@@ -378,7 +378,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-WRAP-002", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping",
+	ID: "SEC-WRAP-002", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping", Eras: Both,
 	Statement: "An implementation MUST neutralize boundary markers inside a tool result, in any letter case and even when cut short, so that the result cannot close its boundary early or open another.",
 	Source:    Source{"seed 004", "the boundary marker ... attributes each chunk to a specific server, so a malicious response can't masquerade as first-party tool output"},
 }, func(h *H) {
@@ -406,7 +406,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-TRUNC-001", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping",
+	ID: "SEC-TRUNC-001", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping", Eras: Both,
 	Statement: "An implementation MUST truncate a result longer than maxResultChars before wrapping it, saying so and keeping the closing boundary marker.",
 	Source:    Source{"seed 004", "Output is truncated to config.maxResultChars (default 50 KB) ... wrapMcpOutput unconditionally wraps the output"},
 }, func(h *H) {
@@ -421,7 +421,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-INJECT-001", Level: Must, Profile: driver.ProfileSecurity, Area: "injection",
+	ID: "SEC-INJECT-001", Level: Must, Profile: driver.ProfileSecurity, Area: "injection", Eras: Both,
 	Statement: "An implementation MUST flag prompt-injection phrases in a tool result, in any letter case, as advisory signals without blocking or changing the result.",
 	Source:    Source{"reference semantics", "Injection signals (case-insensitive, advisory only, never block or change content) (seed 004: detectInjectionSignals scans the body ... Detection is advisory — never blocking, never mutating the content)"},
 }, func(h *H) {
@@ -456,7 +456,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-SHADOW-001", Level: Must, Profile: driver.ProfileSecurity, Area: "precedence",
+	ID: "SEC-SHADOW-001", Level: Must, Profile: driver.ProfileSecurity, Area: "precedence", Eras: Both,
 	Statement: "An implementation MUST use only the highest-ranked definition of a server name (inline, then configFiles in order) and report lower ones as shadowed, never merging them.",
 	Source:    Source{"seed 002", "dedupes by server.name (first win = highest priority) ... duplicate server names across sources are not merged. One definition wins; lower-priority duplicates are shadowed"},
 }, func(h *H) {
@@ -478,7 +478,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-SKIP-001", Level: Must, Profile: driver.ProfileSecurity, Area: "precedence",
+	ID: "SEC-SKIP-001", Level: Must, Profile: driver.ProfileSecurity, Area: "precedence", Eras: Both,
 	Statement: "An implementation MUST, with skipProjectConfig, ignore project-level definitions entirely: they neither run nor shadow user-level ones.",
 	Source:    Source{"seed 000", "enableProjectConfig: false removes project-level entries (_source.level === \"project\")"},
 }, func(h *H) {
@@ -514,7 +514,7 @@ func textPosition(data []byte, needle string) string {
 // MCP_FIXTURE_ECHO_ENV must name them). It returns every value journaled.
 func (h *H) verifyEnvValues(key string, want map[string]string) map[string]any {
 	ginkgo.GinkgoHelper()
-	launch := h.AwaitJournal(key, "initialized", 1).Launches()[0]
+	launch := h.AwaitJournal(key, Handshake, 1).Launches()[0]
 	values, _ := launch.Fields["envValues"].(map[string]any)
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		got := "unset"

@@ -31,13 +31,16 @@ func (h *H) wedgedFixture(key string, extra Knobs) Server {
 // failProbe lets the tool timeout (1000 ms) of a call on the wedged
 // server key pass, then both health probes time out (ping, then
 // tools/list, 3000 ms each: options toolTimeoutMs 1000 and probeTimeoutMs
-// 3000), and awaits the stop of its process pid. The fixture must block
+// 3000; in the modern era, which has no ping, tools/list alone), and
+// awaits the stop of its process pid. The fixture must block
 // its event loop (MCP_FIXTURE_BLOCK_EVENT_LOOP), so nothing answers.
 func (h *H) failProbe(key string, pid int) {
 	ginkgo.GinkgoHelper()
 	h.Advance(1000)
-	h.Await(Ev(event.ProbeStarted, key, "method", "ping"))
-	h.Advance(3000)
+	if !h.Modern() { // the stateless era has no ping: tools/list alone
+		h.Await(Ev(event.ProbeStarted, key, "method", "ping"))
+		h.Advance(3000)
+	}
 	h.Await(Ev(event.ProbeStarted, key, "method", "tools/list"))
 	h.Advance(3000)
 	h.AwaitStopped(key, pid)
@@ -93,7 +96,7 @@ func (h *H) restartSchedule(key string, after uint64, launchesBefore int, delays
 }
 
 var _ = Spec(Requirement{
-	ID: "SHARED-POOL-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "pool",
+	ID: "SHARED-POOL-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "pool", Eras: Both,
 	Statement: "An implementation MUST serve every session of a runtime from one process per shared server.",
 	Source:    Source{"seed 001", "Shared stdio MCP pooling is live and already the default; per-session providers simply acquire the shared handle"},
 }, func(h *H) {
@@ -115,7 +118,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-POOL-002", Level: Must, Profile: driver.ProfileSharedRestart, Area: "pool",
+	ID: "SHARED-POOL-002", Level: Must, Profile: driver.ProfileSharedRestart, Area: "pool", Eras: Both,
 	Statement: "An implementation MUST share one initialization among concurrent first acquires of a cold shared server, launching one process.",
 	Source:    Source{"seed 001", "a per-server initializing promise map so only the first caller actually runs initializeEntry; all concurrent requests await the same promise (stops the duplicate npx fetcher-mcp launches)"},
 }, func(h *H) {
@@ -128,19 +131,19 @@ var _ = Spec(Requirement{
 		r := h.AcquireResult(id)
 		h.Verify(Response, r.OK, "acquire "+id+" succeeds", "ok=%v error=%v", r.OK, r.Error)
 	}
-	j := h.AwaitJournal("fx", "initialized", 1)
-	h.Verify(Journal, len(j.Launches()) == 1 && j.Count("initialize") == 1, "five concurrent acquires launched one process", "%d launches", len(j.Launches()))
+	j := h.AwaitJournal("fx", Handshake, 1)
+	h.Verify(Journal, len(j.Launches()) == 1 && j.Count(Handshake) == 1, "five concurrent acquires launched one process", "%d launches", len(j.Launches()))
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-POOL-003", Level: Must, Profile: driver.ProfileSharedRestart, Area: "pool",
+	ID: "SHARED-POOL-003", Level: Must, Profile: driver.ProfileSharedRestart, Area: "pool", Eras: Both,
 	Statement: "An implementation MUST give each session its own process of a server configured with \"shared\": false, and stop it when that session closes.",
 	Source:    Source{"seed 001", "per-session providers simply acquire the shared handle unless shared: false is set; private servers still close on provider cleanup"},
 }, func(h *H) {
 	h.Start(Setup{Servers: map[string]Server{"fx": h.Fixture("fx", nil).With("shared", false)}})
 	h.Open("s1")
 	h.Open("s2")
-	j := h.AwaitJournal("fx", "initialized", 2)
+	j := h.AwaitJournal("fx", Handshake, 2)
 	pids := j.PIDs()
 	h.Verify(Journal, len(pids) == 2 && pids[0] != pids[1], "each session got its own process", "pids %v", pids)
 	h.CloseSession("s1")
@@ -156,7 +159,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-PROBE-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "probe",
+	ID: "SHARED-PROBE-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "probe", Eras: Legacy,
 	Statement: "An implementation MUST NOT restart a server whose health probe succeeds after a tool timeout; the call fails with mcp_tool_timeout and the process keeps running.",
 	Source:    Source{"seed 001", "A single slow tool call must never kill a healthy async server; we treat it as a per-request SLA miss, not a crash"},
 }, func(h *H) {
@@ -183,7 +186,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-PROBE-002", Level: Must, Profile: driver.ProfileSharedRestart, Area: "probe",
+	ID: "SHARED-PROBE-002", Level: Must, Profile: driver.ProfileSharedRestart, Area: "probe", Eras: Legacy,
 	Statement: "An implementation MUST restart a server whose health probe fails after a tool timeout (ping, then tools/list, each bounded by probeTimeoutMs) and retry the timed-out call once on the new process.",
 	Source:    Source{"seed 001", "Deterministic restart fixture must exercise hang -> timeout -> probe failure -> restart success (run-test-71: answer contains recovered)"},
 }, func(h *H) {
@@ -222,7 +225,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-PROBE-003", Level: Must, Profile: driver.ProfileSharedRestart, Area: "probe",
+	ID: "SHARED-PROBE-003", Level: Must, Profile: driver.ProfileSharedRestart, Area: "probe", Eras: Legacy,
 	Statement: "An implementation MUST fall back to tools/list when the health probe's ping gets no answer, and keep a server that answers tools/list running.",
 	Source:    Source{"field failure 5", "A server that silently drops ping was restarted 362 times a day. Needs: fall back to tools/list before declaring a server dead"},
 }, func(h *H) {
@@ -251,7 +254,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-PROBE-004", Level: Should, Profile: driver.ProfileSharedRestart, Area: "probe",
+	ID: "SHARED-PROBE-004", Level: Should, Profile: driver.ProfileSharedRestart, Area: "probe", Eras: Legacy,
 	Statement: "An implementation SHOULD remember a server that answers ping with method-not-found and probe it with tools/list only from then on.",
 	Source:    Source{"field failure 5", "fall back to tools/list before declaring a server dead; remember that ping is unsupported"},
 }, func(h *H) {
@@ -281,7 +284,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-ABORT-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "probe",
+	ID: "SHARED-ABORT-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "probe", Eras: Both,
 	Statement: "An implementation MUST NOT probe or restart a server because the caller cancelled a call.",
 	Source:    Source{"reference semantics", "The probe runs only after a tool timeout, never after a user abort"},
 }, func(h *H) {
@@ -307,7 +310,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-RESTART-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart", Timing: true,
+	ID: "SHARED-RESTART-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart", Timing: true, Eras: Both,
 	Statement: "An implementation MUST by default retry a failing shared server forever, with delays of 0, 1, 2, 5, 10, 30 and 60 s between attempts and 60 s after that.",
 	Source:    Source{"seed 001", "Any shared MCP server failure must trigger relentless restart attempts with exponential backoff [0, 1, 2, 5, 10, 30, 60 s]"},
 }, func(h *H) {
@@ -317,15 +320,15 @@ var _ = Spec(Requirement{
 	h.Verify(Response, contains(rep.Failed, "fx"), "the first launch fails", "failed=%v", rep.Failed)
 	h.AwaitJournal("fx", "exit", 1)
 	h.restartSchedule("fx", 0, 1, append(relentlessDelays, 60000))
-	j := h.AwaitJournal("fx", "initialized", 1)
-	h.Verify(Journal, len(j.Launches()) == 9 && j.Last("initialized").Launch == 9, "the ninth launch connects", "%d launches", len(j.Launches()))
+	j := h.AwaitJournal("fx", Handshake, 1)
+	h.Verify(Journal, len(j.Launches()) == 9 && j.Last(Handshake).Launch == 9, "the ninth launch connects", "%d launches", len(j.Launches()))
 	h.Await(Ev(event.RestartSucceeded, "fx", "attempt", "8"))
 	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "back"})
 	h.Verify(Response, !r.Result.IsError, "its tools work once it connected", "%+v", r.Result)
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-RESTART-002", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart",
+	ID: "SHARED-RESTART-002", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart", Eras: Both,
 	Statement: "An implementation MUST fail calls made while a shared server waits to retry after a failed restart with mcp_restart_failed at once, and serve them again once a restart succeeds.",
 	Source:    Source{"reference semantics", "While an attempt runs, callers get in_progress; during the backoff sleep after a failed attempt they get failed with the last cause"},
 }, func(h *H) {
@@ -344,7 +347,7 @@ var _ = Spec(Requirement{
 	h.Verify(Response, h.Now() == 0, "at once, without the clock moving", "now=%v", h.Now())
 	h.setState(state, func(s *fixture.State) { s.FailOnStart = false })
 	h.Advance(1000)
-	h.AwaitJournal("fx", "initialized", 2)
+	h.AwaitJournal("fx", Handshake, 2)
 	h.Await(Ev(event.RestartSucceeded, "fx"))
 	r = h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "after"})
 	j = h.Journal("fx")
@@ -352,7 +355,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-IDLE-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "idle-exit",
+	ID: "SHARED-IDLE-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "idle-exit", Eras: Both,
 	Statement: "An implementation MUST notice a shared server's process exiting while no call is in flight and restart it without waiting for the next call.",
 	Source:    Source{"seed 001", "Detect shared MCP exits even when idle ... watch stdio child close/exit events and immediately schedule the shared restart loop so the next caller doesn't pay a timeout penalty"},
 }, func(h *H) {
@@ -360,7 +363,7 @@ var _ = Spec(Requirement{
 	h.Open("main")
 	pid := h.AwaitJournal("fx", "tools-list", 1).PIDs()[0]
 	h.Kill(pid, syscall.SIGKILL)
-	j := h.AwaitJournal("fx", "initialized", 2)
+	j := h.AwaitJournal("fx", Handshake, 2)
 	h.Verify(Journal, len(j.Launches()) == 2 && j.Count("call-start") == 0, "a new process was launched and connected without any call", "%d launches, %d calls", len(j.Launches()), j.Count("call-start"))
 	h.Await(Ev(event.RestartSucceeded, "fx"))
 	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "first call"})
@@ -369,7 +372,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-IDLE-002", Level: Must, Profile: driver.ProfileSharedRestart, Area: "idle-exit", Timing: true,
+	ID: "SHARED-IDLE-002", Level: Must, Profile: driver.ProfileSharedRestart, Area: "idle-exit", Timing: true, Eras: Both,
 	Statement: "An implementation MUST, with options.idleTimeoutMs, stop a shared server that no session references once that time has passed, and not before.",
 	Source:    Source{"seed 001", "Shared entries never auto-shutdown when refCount reaches zero. Decide whether that is acceptable for long-lived daemons or if we want an idle timeout"},
 }, func(h *H) {
@@ -388,12 +391,12 @@ var _ = Spec(Requirement{
 	stop := h.Await(Ev(event.PoolIdleStop, "fx"))
 	h.VerifyElapsed(Events, "pool.idle_stop comes idleTimeoutMs after the last release", stop.At-released.At, ms(idle))
 	h.Open("s2")
-	h.AwaitJournal("fx", "initialized", 2)
+	h.AwaitJournal("fx", Handshake, 2)
 	h.Verify(Journal, len(h.Journal("fx").Launches()) == 2, "a later session launches it again", "%d launches", len(h.Journal("fx").Launches()))
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-ACQUIRE-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "acquire", Timing: true,
+	ID: "SHARED-ACQUIRE-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "acquire", Timing: true, Eras: Both,
 	Statement: "An implementation MUST bound the first acquire of a cold shared server that keeps failing by options.acquireTimeoutMs, and fail later acquires at once with mcp_unavailable while it retries in the background.",
 	Source:    Source{"reference semantics", "First acquire of a cold shared server races initialization against 60 s; after that, later acquires fail at once with an unavailable, retrying in background error while the loop continues"},
 }, func(h *H) {
@@ -422,7 +425,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-ACQUIRE-002", Level: Must, Profile: driver.ProfileSharedRestart, Area: "acquire",
+	ID: "SHARED-ACQUIRE-002", Level: Must, Profile: driver.ProfileSharedRestart, Area: "acquire", Eras: Both,
 	Statement: "An implementation MUST count each successful acquire of a shared server as one reference, shown as the server's refs in status, until that acquire is released.",
 	Source:    Source{"seed 001", "per-session providers simply acquire the shared handle ... the entry is stored before any ref-counting; Shared entries never auto-shutdown when refCount reaches zero"},
 }, func(h *H) {
@@ -449,7 +452,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SHARED-STABLE-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart",
+	ID: "SHARED-STABLE-001", Level: Must, Profile: driver.ProfileSharedRestart, Area: "restart", Eras: Both,
 	Statement: "An implementation MUST NOT reset a server's restart backoff when a restart succeeds, but only after the server has stayed up for options.stabilityWindowMs.",
 	Source:    Source{"field failure 4", "A server that exits cleanly right after initialize + tools/list was respawned 66,487 times in about 7 minutes. Needs: a crash-loop breaker or a backoff that does not reset on a short-lived success"},
 }, func(h *H) {
@@ -461,13 +464,13 @@ var _ = Spec(Requirement{
 	})
 	h.Open("main")
 	h.restartSchedule("fx", 0, 1, []int64{0, 1000})
-	j := h.AwaitJournal("fx", "initialized", 1)
+	j := h.AwaitJournal("fx", Handshake, 1)
 	h.Await(Ev(event.RestartSucceeded, "fx"))
 	// Up for less than the window: the backoff goes on where it was.
 	after := h.Last()
 	h.Kill(j.PIDs()[2], syscall.SIGKILL)
 	h.restartSchedule("fx", after, 3, []int64{2000})
-	j = h.AwaitJournal("fx", "initialized", 2)
+	j = h.AwaitJournal("fx", Handshake, 2)
 	h.AwaitAfter(after, Ev(event.RestartSucceeded, "fx"))
 	// Up for the whole window: the backoff starts over. The reset is not an
 	// event; status shows it (restartAttempts is the backoff step).
@@ -477,5 +480,5 @@ var _ = Spec(Requirement{
 	after = h.Last()
 	h.Kill(j.PIDs()[3], syscall.SIGKILL)
 	h.restartSchedule("fx", after, 4, []int64{0})
-	h.AwaitJournal("fx", "initialized", 3)
+	h.AwaitJournal("fx", Handshake, 3)
 })

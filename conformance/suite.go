@@ -111,6 +111,9 @@ type Config struct {
 	Profiles []driver.Profile
 	// IDs, when not empty, restricts the run to these requirements.
 	IDs []string
+	// Eras, when not empty, restricts the run to these MCP protocol eras
+	// (harness conformance -era); the others are not selected.
+	Eras []driver.Era
 	// LabelFilter is an extra ginkgo label filter, and-ed with the above.
 	LabelFilter string
 	// JUnitReport and JSONReport are paths for ginkgo's reports ("": none).
@@ -181,6 +184,11 @@ func (c Config) check() error {
 			return fmt.Errorf("unknown requirement %q", id)
 		}
 	}
+	for _, e := range c.Eras {
+		if !slices.ContainsFunc(driver.Eras(), func(i driver.EraInfo) bool { return i.Name == e }) {
+			return fmt.Errorf("unknown era %q (legacy or modern)", e)
+		}
+	}
 	if c.Baseline != nil {
 		if err := c.Baseline.check(); err != nil {
 			return err
@@ -204,6 +212,13 @@ func (c Config) labelFilter() string {
 	}
 	if len(c.IDs) > 0 {
 		parts = append(parts, or(c.IDs))
+	}
+	if len(c.Eras) > 0 {
+		vals := make([]string, len(c.Eras))
+		for i, e := range c.Eras {
+			vals[i] = string(e)
+		}
+		parts = append(parts, or(vals))
 	}
 	if c.LabelFilter != "" {
 		parts = append(parts, "("+c.LabelFilter+")")
@@ -300,8 +315,10 @@ func selectsSome(filter string) error {
 		return fmt.Errorf("label filter %q: %w", filter, err)
 	}
 	for _, r := range Requirements() {
-		if match(r.Labels()) {
-			return nil
+		for _, e := range r.Eras {
+			if match(r.Labels(e)) {
+				return nil
+			}
 		}
 	}
 	return fmt.Errorf("the selection (label filter %q) matches no requirement", filter)
@@ -385,11 +402,18 @@ func (s *state) modeString() string {
 		s.cfg.TimeScale, earlyTolerance, lateTolerance, int(lateFactor*100))
 }
 
-// applicable reports why r does not apply to the driver under test, or "".
-func (s *state) notApplicable(r Requirement) string {
+// notApplicable reports why r does not apply, in era, to the driver under
+// test, or "".
+func (s *state) notApplicable(r Requirement, era driver.Era) string {
 	h := s.hello
 	if h == nil {
 		return "no hello"
+	}
+	if !h.Speaks(era) {
+		if h.Protocol == driver.ProtocolVersion1 {
+			return fmt.Sprintf("not applicable: the driver speaks %s, which announces no eras: legacy only", driver.ProtocolVersion1)
+		}
+		return fmt.Sprintf("not applicable: the driver does not speak the %s era", era)
 	}
 	if !h.Claims(r.Profile) {
 		return fmt.Sprintf("not applicable: the driver does not claim profile %s", r.Profile)
@@ -409,12 +433,23 @@ func (s *state) notApplicable(r Requirement) string {
 	return ""
 }
 
-// reqOf finds the requirement of a spec report by its id label.
-func reqOf(sr types.SpecReport) (Requirement, bool) {
+// reqOf finds the requirement of a spec report and its era by their
+// labels.
+func reqOf(sr types.SpecReport) (Requirement, driver.Era, bool) {
+	var (
+		req   Requirement
+		found bool
+		era   driver.Era
+	)
 	for _, l := range sr.Labels() {
 		if r, ok := Lookup(l); ok {
-			return r, true
+			req, found = r, true
+		}
+		for _, e := range driver.Eras() {
+			if l == string(e.Name) {
+				era = e.Name
+			}
 		}
 	}
-	return Requirement{}, false
+	return req, era, found && era != ""
 }

@@ -5,27 +5,33 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/mcplife/mcplife/conformance/driver"
 )
 
-// VerdictReport is the compact, stable record of a run: the implementation
-// and the verdict on every requirement, with the baseline's reason for an
-// expected failure and the reason a requirement did not apply. It holds no
+// VerdictReport is the compact, stable record of a run: the implementation,
+// the eras its driver speaks and the verdict on every requirement in every
+// era it applies to, with the baseline's reason for an expected failure and
+// the reason a requirement did not apply. It holds no
 // timings, pids or paths, so two runs with the same verdicts write the same
 // bytes; docs/MATRIX.md is rendered from these reports.
 type VerdictReport struct {
 	Implementation driver.Implementation `json:"implementation"`
 	// Clock is the clock mode of the run: "virtual" or "real".
-	Clock    string               `json:"clock"`
+	Clock string `json:"clock"`
+	// Eras are the MCP protocol eras the driver speaks (legacy only for a
+	// driver of protocol version 1).
+	Eras     []driver.Era         `json:"eras"`
 	Verdicts []RequirementVerdict `json:"verdicts"`
 }
 
-// RequirementVerdict is the verdict on one requirement.
+// RequirementVerdict is the verdict on one requirement in one era.
 type RequirementVerdict struct {
-	ID      string  `json:"id"`
-	Verdict Verdict `json:"verdict"`
+	ID      string     `json:"id"`
+	Era     driver.Era `json:"era"`
+	Verdict Verdict    `json:"verdict"`
 	// Reason is the baseline's reason (expected failure), why the
 	// requirement does not apply, or the first line of an unexpected
 	// failure.
@@ -34,12 +40,12 @@ type RequirementVerdict struct {
 
 // Verdicts returns the run's compact report.
 func (r *Result) Verdicts() VerdictReport {
-	rep := VerdictReport{Implementation: r.Implementation}
+	rep := VerdictReport{Implementation: r.Implementation, Eras: r.Eras}
 	if f := strings.Fields(r.Clock); len(f) > 0 {
 		rep.Clock = f[0]
 	}
 	for _, o := range r.Outcomes {
-		v := RequirementVerdict{ID: o.Requirement.ID, Verdict: o.Verdict}
+		v := RequirementVerdict{ID: o.Requirement.ID, Era: o.Era, Verdict: o.Verdict}
 		msg := strings.TrimSpace(o.Message)
 		switch o.Verdict {
 		case ExpectedFailure:
@@ -105,19 +111,27 @@ func SameVerdicts(want, got VerdictReport) []string {
 	if want.Clock != got.Clock {
 		diffs = append(diffs, fmt.Sprintf("clock: stored %s, run %s", want.Clock, got.Clock))
 	}
-	w := map[string]RequirementVerdict{}
-	for _, v := range want.Verdicts {
-		w[v.ID] = v
+	if !slices.Equal(want.Eras, got.Eras) {
+		diffs = append(diffs, fmt.Sprintf("eras: stored %v, run %v", want.Eras, got.Eras))
 	}
-	g := map[string]RequirementVerdict{}
-	for _, v := range got.Verdicts {
-		g[v.ID] = v
-	}
+	w, g := want.byKey(), got.byKey()
 	for _, r := range Requirements() {
-		a, b := w[r.ID], g[r.ID]
-		if a.Verdict != b.Verdict || (a.Verdict != Failed && a.Reason != b.Reason) {
-			diffs = append(diffs, fmt.Sprintf("%s: stored %s %q, run %s %q", r.ID, a.Verdict, a.Reason, b.Verdict, b.Reason))
+		for _, e := range r.Eras {
+			k := Key(r.ID, e)
+			a, b := w[k], g[k]
+			if a.Verdict != b.Verdict || (a.Verdict != Failed && a.Reason != b.Reason) {
+				diffs = append(diffs, fmt.Sprintf("%s: stored %s %q, run %s %q", k, a.Verdict, a.Reason, b.Verdict, b.Reason))
+			}
 		}
 	}
 	return diffs
+}
+
+// byKey indexes the verdicts by requirement and era (Key).
+func (v VerdictReport) byKey() map[string]RequirementVerdict {
+	out := map[string]RequirementVerdict{}
+	for _, rv := range v.Verdicts {
+		out[Key(rv.ID, rv.Era)] = rv
+	}
+	return out
 }

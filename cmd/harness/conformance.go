@@ -48,6 +48,7 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	fixtureBin := fs.String("fixture", "", "run this mcp-fixture `binary` (go build ./fixtures/mcp-fixture) as the fixture server instead of this harness binary; .ci/stress passes a build without -race, so the race detector watches the runtime, not the test double")
 	var sf stressFlags
 	sf.register(fs.FlagSet)
+	eraFlag := fs.String("era", "both", "the MCP protocol eras to run: legacy, modern or both (requirements of both eras run once per era the driver speaks)")
 	shardFlag := fs.String("shard", "", "run only shard `I/N` of the selected requirements (sorted by id, index modulo N); merge the -json reports with harness merge-reports")
 	if code := fs.parse(args); code >= 0 {
 		return code
@@ -57,7 +58,7 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	}
 	if *list {
 		for _, r := range conformance.Requirements() {
-			fmt.Fprintf(stdout, "%-22s %-6s %-17s %s\n", r.ID, r.Level, r.Profile, r.Statement)
+			fmt.Fprintf(stdout, "%-22s %-6s %-17s %-14s %s\n", r.ID, r.Level, r.Profile, r.EraString(), r.Statement)
 		}
 		return 0
 	}
@@ -101,6 +102,14 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, p := range confSplitList(*profiles) {
 		cfg.Profiles = append(cfg.Profiles, driver.Profile(p))
+	}
+	switch *eraFlag {
+	case "both":
+	case string(driver.EraLegacy), string(driver.EraModern):
+		cfg.Eras = []driver.Era{driver.Era(*eraFlag)}
+	default:
+		fmt.Fprintf(stderr, "harness conformance: -era must be legacy, modern or both, not %q\n", *eraFlag)
+		return 2
 	}
 	sh, err := shard.Parse(*shardFlag)
 	if err != nil {

@@ -136,8 +136,7 @@ func baselineReason(b *conformance.Baseline, id string) (string, bool) {
 	if b == nil {
 		return "", false
 	}
-	r, ok := b.Reasons[id]
-	return r, ok
+	return b.ReasonFor(id) // id is a report's key, "ID@era"
 }
 
 // scenarioVerdicts reads a `harness run -json` report.

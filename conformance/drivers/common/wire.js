@@ -1,4 +1,4 @@
-// wire.js: the mcplife-driver/1 protocol plumbing shared by the Node drivers
+// wire.js: the mcplife-driver/2 protocol plumbing shared by the Node drivers
 // in conformance/drivers (docs/DRIVER.md sections 1-4): JSON lines on
 // stdin/stdout, one serialized writer, numbered events, requests handled
 // concurrently, tool.call outcomes as call_result lines, shutdown and EOF.
@@ -9,7 +9,7 @@
 import readline from 'node:readline';
 import { performance } from 'node:perf_hooks';
 
-export const PROTOCOL = 'mcplife-driver/1';
+export const PROTOCOL = 'mcplife-driver/2';
 
 /** DriverError is a response error with a stable code (docs/DRIVER.md section 10). */
 export class DriverError extends Error {
@@ -29,13 +29,15 @@ console.debug = console.error;
  * Wire runs the protocol loop. handlers maps method names to async functions
  * (params) => result; methods needing a runtime are refused with not_started
  * until start succeeded. hello, shutdown and the tool.call bookkeeping are
- * built in.
+ * built in. eras are the MCP protocol eras the library speaks (legacy,
+ * modern), announced in hello.
  */
 export class Wire {
-  constructor({ implementation, capabilities, profiles, handlers, onShutdown }) {
+  constructor({ implementation, capabilities, profiles, eras, handlers, onShutdown }) {
     this.implementation = implementation;
     this.capabilities = capabilities;
     this.profiles = profiles;
+    this.eras = eras;
     this.handlers = handlers;
     this.onShutdown = onShutdown;
     this.seq = 0;
@@ -136,6 +138,7 @@ export class Wire {
         implementation: this.implementation,
         capabilities: this.capabilities,
         profiles: this.profiles,
+        eras: this.eras,
       });
       return;
     }

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// driver.js: an mcplife-driver/1 driver (docs/DRIVER.md) for LangChain's
+// driver.js: an mcplife-driver/2 driver (docs/DRIVER.md) for LangChain's
 // MCP adapters: one MultiServerMCPClient (@langchain/mcp-adapters) holds
 // every configured server, and tools are the LangChain tools it loads,
 // called with tool.invoke(args, {signal, timeout}) as an agent would.
@@ -293,6 +293,9 @@ wire = new Wire({
   implementation: { name: '@langchain/mcp-adapters', version: VERSION },
   capabilities: ['status', 'journal-pid'],
   profiles: ['core'],
+  // The SDK under the library negotiates 2025-11-25 at most
+  // (@modelcontextprotocol/sdk's LATEST_PROTOCOL_VERSION, types.js): legacy only.
+  eras: ['legacy'],
   handlers,
   async onShutdown() {
     for (const s of sessions) wire.event('session.closed', { session: s });

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The smallest useful mcplife-driver/1 driver: the MCP TypeScript SDK's
+// The smallest useful mcplife-driver/2 driver: the MCP TypeScript SDK's
 // Client behind the driver protocol, claiming the core profile on the real
 // clock. docs/DRIVER.md section 13 builds it step by step; a test checks
 // that the tutorial's code blocks are this file.
@@ -327,10 +327,11 @@ function shutdown() {
 
 const methods = {
   hello: () => ({
-    protocol: 'mcplife-driver/1',
+    protocol: 'mcplife-driver/2',
     implementation: { name: 'mcplife-minimal-node', version: '0.1.0' },
     capabilities: ['status', 'journal-pid'],
     profiles: ['core'],
+    eras: ['legacy'], // the SDK negotiates 2025-11-25 at most
   }),
   start,
   'session.open': openSession,

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// driver.js: an mcplife-driver/1 driver (docs/DRIVER.md) for the official
+// driver.js: an mcplife-driver/2 driver (docs/DRIVER.md) for the official
 // MCP TypeScript SDK. It is the small host a host author writes around
 // @modelcontextprotocol/sdk: one Client per configured server (stdio,
 // streamable HTTP or SSE transport), tools exposed as mcp_<server>_<tool>,
@@ -417,6 +417,9 @@ wire = new Wire({
   implementation: { name: '@modelcontextprotocol/sdk', version: SDK_VERSION },
   capabilities: ['status', 'journal-pid'],
   profiles: ['core'],
+  // The SDK negotiates 2025-11-25 at most (LATEST_PROTOCOL_VERSION and
+  // SUPPORTED_PROTOCOL_VERSIONS in its types.js): legacy only.
+  eras: ['legacy'],
   handlers,
   async onShutdown() {
     for (const s of sessions.keys()) wire.event('session.closed', { session: s });
