@@ -30,6 +30,13 @@ const (
 	RemoteStreamLost      Kind = "remote.stream_lost"
 	RemoteRequestReissued Kind = "remote.request_reissued"
 	RemoteReissueFailed   Kind = "remote.reissue_failed"
+
+	// The subscriptions/listen stream of a stateless connection: its end,
+	// its re-opening, and giving up on it.
+	RemoteListenLost         Kind = "remote.listen_lost"
+	RemoteListenReopened     Kind = "remote.listen_reopened"
+	RemoteListenReopenFailed Kind = "remote.listen_reopen_failed"
+	RemoteListenGaveUp       Kind = "remote.listen_gave_up"
 )
 
 // remoteKinds documents the remote vocabulary, in documentation order.
@@ -56,5 +63,9 @@ func remoteKinds() []KindInfo {
 		{RemoteStreamLost, "the SSE response stream of a request on a stateless (2026-07-28) connection ended before its answer; the revision has no Last-Event-ID resumption, so the request is re-issued once (remote.request_reissued), or fails when it was re-issued already", "method"},
 		{RemoteRequestReissued, "a request whose response stream was lost was sent again as a new request with a new id (2026-07-28); its answer is handed to the waiting caller", "method"},
 		{RemoteReissueFailed, "the re-issued request could not be sent or was not answered with a stream or JSON body; the request fails, the connection stays", "method, error"},
+		{RemoteListenLost, "the subscriptions/listen stream of a stateless (2026-07-28) connection ended: closed (the server answered the listen request, a graceful end) or broken (no answer: an abrupt drop); the runtime re-opens it after delay_ms on the clock, and a re-open that cannot reach the server ends the connection as a transport exit", "reason, delay_ms"},
+		{RemoteListenReopened, "a new subscriptions/listen request re-opened the stream (attempt counts the re-opens since the last stream that stayed open for the stability window); the tools are listed again, as after one tools/list_changed, since notifications sent while no stream was open are lost", "attempt"},
+		{RemoteListenReopenFailed, "a re-open reached the server but got no stream (an HTTP error or a JSON-RPC error); the next re-open waits next_delay_ms, absent when the runtime gives up", "attempt, error, next_delay_ms"},
+		{RemoteListenGaveUp, "the server's restart policy has no delay left for another re-open, or five re-opens in a row failed or ended early: the connection goes on without a listen stream (no list-change notifications; a server that goes away is noticed at the next request or idle probe)", "attempts"},
 	}
 }

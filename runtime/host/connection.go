@@ -84,6 +84,11 @@ func (c *connection) watch() {
 	case <-c.remote.boundFailed():
 		// go-sdk may not end the connection itself (inflight_http.go).
 		cause = fmt.Errorf("reading from the server failed: %w", c.remote.boundFailure())
+	case <-c.remote.listenEnded():
+		// A stateless connection has no GET stream whose end go-sdk
+		// would report: the listen stream's end says the server went
+		// away (listen.go).
+		cause = c.remote.listenFailure()
 	case <-c.closing:
 		<-ended
 		return

@@ -67,6 +67,8 @@
 //   - remote_era.go: the HTTP layer of a stateless (2026-07-28) connection:
 //     a 404 is no lost session, a lost stream is re-issued, server/discover
 //     judged as the era probe
+//   - listen.go: the subscriptions/listen stream of a stateless connection:
+//     its end, its re-opening, and a server gone while idle
 //   - oauth.go: the OAuth client of auth blocks with a grant
 //   - transport.go: HTTP clients and their sockets
 //   - stray.go, readfail.go, eof.go: what a stdio connection reads that it

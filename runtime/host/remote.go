@@ -66,6 +66,10 @@ type remoteConn struct {
 	// discoverErr: server/discover got no answer about the era; every
 	// later request fails with it (remote_era.go)
 	discoverErr error
+	// listen is the end of the connection's subscriptions/listen stream,
+	// listenIDs numbers the listen requests the runtime sent (listen.go).
+	listen    listenState
+	listenIDs int
 }
 
 // sessionExpired reports whether a 404 said the session is gone.
@@ -241,7 +245,9 @@ func (t *remoteTransport) exchange(req *http.Request, body []byte, info rpcInfo,
 		switch {
 		case !modern:
 			resp.Body = &resumingBody{t: t, req: req, info: info, body: resp.Body, sseTracker: sseTracker{info: info}}
-		case info.method != methodListen:
+		case info.method == methodListen:
+			resp.Body = newListenBody(t, req, body, info, resp.Body) // listen.go
+		default:
 			resp.Body = newReissuingBody(t, req, body, info, resp.Body)
 		}
 	}
