@@ -66,8 +66,13 @@ func TestDoctorWatchIdleProbe(t *testing.T) {
 	exe := exe(t)
 	// The proxy lets the handshake's tools/list through and holds ping and
 	// every later tools/list: the server is wedged as soon as it is idle.
-	wedged := fmt.Sprintf(`{"command": %q, "args": ["proxy", "-fault", "hang=ping", "-fault", "hang=tools/list,after=2", "--", %q], "env": {"GORACE": "atexit_sleep_ms=0", %q: "cli"}}`, exe, fx, roleEnv)
-	healthy := fmt.Sprintf(`{"command": %q, "env": {"GORACE": "atexit_sleep_ms=0"}}`, fx)
+	// hang=ping is a handshake-era fault: the upstream speaks that era.
+	wedged := fmt.Sprintf(`{"command": %q, "args": ["proxy", "-fault", "hang=ping", "-fault", "hang=tools/list,after=2", "--", %q], "env": {"GORACE": "atexit_sleep_ms=0", "MCP_FIXTURE_ERA": "legacy", %q: "cli"}}`, exe, fx, roleEnv)
+	// Both speak the handshake era, whose idle probe starts with ping; with
+	// a 200 ms probe timeout a dual-era server slow to answer
+	// server/discover on a loaded machine would get initialize after its
+	// discover, which go-sdk refuses (duplicate initialize).
+	healthy := fmt.Sprintf(`{"command": %q, "env": {"GORACE": "atexit_sleep_ms=0", "MCP_FIXTURE_ERA": "legacy"}}`, fx)
 	cfg := doctorConfig(t, map[string]string{"wedged": wedged, "healthy": healthy})
 	w, ok := runWatch(t, []string{"-watch", "-width", "160", "-config", cfg, "-probe-interval", "200ms", "-probe-timeout", "200ms"}, doctorInput{},
 		func(line string, stop func()) {

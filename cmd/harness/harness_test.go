@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,11 +115,14 @@ func harness(t *testing.T, args ...string) (int, string, string) {
 func TestRunReferenceJSONAndJUnit(t *testing.T) {
 	dir := t.TempDir()
 	jf, xf := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.xml")
+	// No -era: both eras, legacy first.
 	code, out, errs := harness(t, "run", "-run", "^00[12]-", "-json", jf, "-junit", xf)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	for _, want := range []string{"ok    001-echo-call", "ok    002-startup-gate-250ms", "virtual 0.250s", "2 passed, 0 failed, 0 skipped"} {
+	for _, want := range []string{"ok    legacy 001-echo-call", "ok    modern 001-echo-call", "ok    legacy 002-startup-gate-250ms", "ok    modern 002-startup-gate-250ms",
+		"virtual 0.250s", "legacy: 2 passed, 0 failed, 0 skipped, 0 not applicable", "modern: 2 passed, 0 failed, 0 skipped, 0 not applicable",
+		"4 passed, 0 failed, 0 skipped, 0 not applicable (era legacy and modern;"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
@@ -131,10 +135,13 @@ func TestRunReferenceJSONAndJUnit(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Passed != 2 || rep.Failed != 0 || len(rep.Scenarios) != 2 || rep.Protocol != driver.ProtocolVersion {
+	if rep.Passed != 4 || rep.Failed != 0 || len(rep.Scenarios) != 4 || rep.Protocol != driver.ProtocolVersion || !slices.Equal(rep.Eras, []string{"legacy", "modern"}) {
 		t.Fatalf("json report %+v", rep)
 	}
-	if s := rep.Scenarios[1]; s.Name != "002-startup-gate-250ms" || s.Status != "pass" || s.VirtualSeconds != 0.25 || s.Checks == 0 || s.Description == "" || s.Guards == "" {
+	if s := rep.Scenarios[1]; s.Name != "002-startup-gate-250ms" || s.Era != "legacy" || s.Status != "pass" || s.VirtualSeconds != 0.25 || s.Checks == 0 || s.Description == "" || s.Guards == "" {
+		t.Errorf("json scenario %+v", s)
+	}
+	if s := rep.Scenarios[3]; s.Name != "002-startup-gate-250ms" || s.Era != "modern" || s.Status != "pass" || s.VirtualSeconds != 0.25 {
 		t.Errorf("json scenario %+v", s)
 	}
 	var ju junitSuites
@@ -145,8 +152,46 @@ func TestRunReferenceJSONAndJUnit(t *testing.T) {
 	if err := xml.Unmarshal(b, &ju); err != nil {
 		t.Fatal(err)
 	}
-	if ju.Tests != 2 || ju.Failures != 0 || len(ju.Suites) != 1 || len(ju.Suites[0].Cases) != 2 {
+	if ju.Tests != 4 || ju.Failures != 0 || len(ju.Suites) != 2 || len(ju.Suites[1].Cases) != 2 || ju.Suites[1].Cases[0].Name != "001-echo-call [modern]" {
 		t.Fatalf("junit report %+v", ju)
+	}
+}
+
+// TestRunEraNotApplicable: a scenario that declares one era is reported
+// n/a in the other, with its reason, and counted apart, in the text, the
+// JSON and the JUnit reports; an unknown era is bad input.
+func TestRunEraNotApplicable(t *testing.T) {
+	dir := t.TempDir()
+	jf, xf := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.xml")
+	code, out, errs := harness(t, "run", "-era", "both", "-run", "^15[01]-", "-json", jf, "-junit", xf)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{"n/a   legacy 150-modern-only-server", "not applicable in legacy: A server without the initialize handshake",
+		"ok    modern 150-modern-only-server", "ok    legacy 151-ignores-unknown-methods", "n/a   modern 151-ignores-unknown-methods",
+		"2 passed, 0 failed, 0 skipped, 2 not applicable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	var rep jsonReport
+	b, _ := os.ReadFile(jf)
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.NotApplicable != 2 || rep.Passed != 2 || rep.Scenarios[0].Status != "n/a" || rep.Scenarios[0].Era != "legacy" || !strings.HasPrefix(rep.Scenarios[0].Reason, "not applicable in legacy: ") {
+		t.Errorf("json report %+v", rep)
+	}
+	var ju junitSuites
+	b, _ = os.ReadFile(xf)
+	if err := xml.Unmarshal(b, &ju); err != nil {
+		t.Fatal(err)
+	}
+	if c := ju.Suites[0].Cases[0]; c.Skipped == nil || !strings.HasPrefix(c.Skipped.Message, "not applicable in legacy") {
+		t.Errorf("junit case %+v", c)
+	}
+	if code, _, errs := harness(t, "run", "-era", "future"); code != 2 || !strings.Contains(errs, `-era: "future" is not an era`) {
+		t.Errorf("-era future: exit %d, stderr %q", code, errs)
 	}
 }
 
@@ -156,7 +201,7 @@ func TestRunExternalDriver(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	if !strings.Contains(out, "2 passed, 0 failed, 0 skipped") {
+	if !strings.Contains(out, "4 passed, 0 failed, 0 skipped, 0 not applicable") {
 		t.Errorf("stdout:\n%s", out)
 	}
 }
@@ -165,11 +210,11 @@ func TestRunFailingImplementation(t *testing.T) {
 	t.Setenv(roleEnv, "broken")
 	dir := t.TempDir()
 	jf, xf := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.xml")
-	code, out, errs := harness(t, "run", "-run", "^018-", "-timeout", "1s", "-impl", exe(t), "-json", jf, "-junit", xf)
+	code, out, errs := harness(t, "run", "-era", "legacy", "-run", "^018-", "-timeout", "1s", "-impl", exe(t), "-json", jf, "-junit", xf)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	for _, want := range []string{"FAIL  018-truncation-boundary-wrap", "--- trace: last", "0 passed, 1 failed, 0 skipped"} {
+	for _, want := range []string{"FAIL  legacy 018-truncation-boundary-wrap", "--- trace: last", "0 passed, 1 failed, 0 skipped"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
@@ -194,11 +239,11 @@ func TestRunFailingImplementation(t *testing.T) {
 
 func TestRunUndeclaredCapabilitySkips(t *testing.T) {
 	t.Setenv(roleEnv, "limited")
-	code, out, errs := harness(t, "run", "-run", "^01[24]-", "-impl", exe(t))
+	code, out, errs := harness(t, "run", "-era", "modern", "-run", "^01[24]-", "-impl", exe(t))
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	for _, want := range []string{"skip  014-trust-gate-project-stdio", "needs trust-gate", "ok    012-disabled-server", "1 passed, 0 failed, 1 skipped"} {
+	for _, want := range []string{"skip  modern 014-trust-gate-project-stdio", "needs trust-gate", "ok    modern 012-disabled-server", "1 passed, 0 failed, 1 skipped"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}

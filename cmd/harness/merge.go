@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 )
 
@@ -79,7 +80,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 		m := mergeScenarioReports(scenarioReports)
 		data = m
 		failed = m.Failed
-		fmt.Fprintf(stdout, "merged %d reports: %d passed, %d failed, %d skipped\n", len(scenarioReports), m.Passed, m.Failed, m.Skipped)
+		fmt.Fprintf(stdout, "merged %d reports: %d passed, %d failed, %d skipped, %d not applicable\n", len(scenarioReports), m.Passed, m.Failed, m.Skipped, m.NotApplicable)
 	}
 	b, err := json.MarshalIndent(data, "", "  ")
 	if err == nil {
@@ -106,10 +107,22 @@ func mergeScenarioReports(reports []jsonReport) jsonReport {
 		m.Passed += r.Passed
 		m.Failed += r.Failed
 		m.Skipped += r.Skipped
+		m.NotApplicable += r.NotApplicable
+		for _, e := range r.Eras {
+			if !slices.Contains(m.Eras, e) {
+				m.Eras = append(m.Eras, e)
+			}
+		}
 		m.WallSeconds = max(m.WallSeconds, r.WallSeconds)
 		m.VirtualSeconds += r.VirtualSeconds
 		m.Scenarios = append(m.Scenarios, r.Scenarios...)
 	}
-	sort.SliceStable(m.Scenarios, func(i, j int) bool { return m.Scenarios[i].Name < m.Scenarios[j].Name })
+	sort.SliceStable(m.Scenarios, func(i, j int) bool {
+		a, b := m.Scenarios[i], m.Scenarios[j]
+		if a.Era != b.Era {
+			return slices.Index(m.Eras, a.Era) < slices.Index(m.Eras, b.Era)
+		}
+		return a.Name < b.Name
+	})
 	return m
 }

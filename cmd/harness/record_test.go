@@ -21,7 +21,8 @@ func TestRecordReproRun(t *testing.T) {
 	// short tool timeout; fy, whose calls must answer, a generous one.
 	server := func(toolTimeoutMS int) map[string]any {
 		return map[string]any{"command": exe(t), "args": []string{"fixture"}, "toolTimeout": toolTimeoutMS,
-			"env": map[string]string{roleEnv: "cli", "GORACE": "atexit_sleep_ms=0"}}
+			// The proxy's rules and repro's knobs are of the handshake era.
+			"env": map[string]string{roleEnv: "cli", "GORACE": "atexit_sleep_ms=0", "MCP_FIXTURE_ERA": "legacy"}}
 	}
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"fx": server(3000), "fy": server(60000)}})
 	cfgFile := filepath.Join(dir, "mcp.json")
@@ -77,7 +78,8 @@ func TestRecordReproRun(t *testing.T) {
 	if _, err := scenarios.Parse(filepath.Base(scen), data); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs = harness(t, "run", "-dir", sdir)
+	// The trace was recorded against handshake-era servers.
+	code, out, errs = harness(t, "run", "-era", "legacy", "-dir", sdir)
 	if code != 0 || !strings.Contains(out, "1 passed, 0 failed") {
 		t.Fatalf("run: exit %d\nstdout:\n%s\nstderr:\n%s\nscenario:\n%s", code, out, errs, data)
 	}

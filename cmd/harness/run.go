@@ -23,12 +23,15 @@ import (
 	"github.com/mcplife/mcplife/scenarios"
 )
 
-const runUsage = `usage: harness run [-run REGEX] [-shard I/N] [-dir DIR] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-stress N] [-v] [flags]
+const runUsage = `usage: harness run [-era legacy|modern|both] [-run REGEX] [-shard I/N] [-dir DIR] [-impl 'CMD'] [-json FILE] [-junit FILE] [-timeline DIR] [-stress N] [-v] [flags]
 
 Runs the scenario catalog (embedded in this binary; see harness list)
 against the reference runtime in this process, or against the
 implementation behind the driver command given with -impl (docs/DRIVER.md),
-and prints one line per scenario and a summary. Exit status: 0 when no
+in each protocol era -era names (every fixture server speaks that era;
+both, the default, runs the catalog in legacy, then modern), and prints
+one line per scenario and era and a summary. A scenario whose header
+declares one era is reported n/a (not applicable) in the other. Exit status: 0 when no
 scenario failed, 1 when one did, 2 for bad input (an unknown flag, a -run
 pattern that matches nothing, a driver that cannot be started or speaks
 another protocol version).
@@ -40,6 +43,7 @@ flags:
 func runScenarios(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run", runUsage, stdout, stderr)
 	runPattern := fs.String("run", "", "run only the scenarios whose name (NNN-slug) matches this regular expression")
+	eraFlag := fs.String("era", eraBoth, "protocol `era` of every fixture server: legacy (the initialize handshake), modern (2026-07-28, stateless) or both (the catalog runs in each)")
 	impl := fs.String("impl", "", "driver command line of the implementation under test, e.g. 'node my-driver.js' (default: the reference runtime, in process)")
 	jsonFile := fs.String("json", "", "write the results as JSON to `FILE`")
 	junitFile := fs.String("junit", "", "write the results as JUnit XML to `FILE`")
@@ -62,7 +66,13 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	if sf.runs > 0 {
 		return runStress("run", args, sf, scenarioVerdicts, stdout, stderr)
 	}
+	eras, err := parseEras(*eraFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "harness run: -era: %v\n", err)
+		return 2
+	}
 	ro := scenarios.RunOptions{
+		Eras: eras,
 		Options: scenarios.Options{
 			AwaitTimeout: *timeout,
 			Strict:       *strict,
@@ -146,9 +156,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	fmt.Fprintf(stdout, "%d passed, %d failed, %d skipped (implementation %s %s; wall %.2fs, virtual time covered %.3fs)\n",
-		rep.Passed, rep.Failed, rep.Skipped, textsafe.Line(rep.Hello.Implementation.Name), textsafe.Line(rep.Hello.Implementation.Version),
-		rep.Wall.Seconds(), rep.Virtual.Seconds())
+	printSummary(stdout, rep)
 	if *jsonFile != "" {
 		if err := writeJSONReport(*jsonFile, rep); err != nil {
 			fmt.Fprintf(stderr, "harness run: -json: %v\n", err)
@@ -174,6 +182,59 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// eraBoth is the -era value that runs the catalog in every era.
+const eraBoth = "both"
+
+// parseEras reads -era: legacy, modern or both.
+func parseEras(v string) ([]string, error) {
+	switch v {
+	case scenarios.EraLegacy, scenarios.EraModern:
+		return []string{v}, nil
+	case eraBoth:
+		return scenarios.Eras(), nil
+	}
+	return nil, fmt.Errorf("%q is not an era (want legacy, modern or both)", v)
+}
+
+// eraCounts counts the results of one era (all eras when era is "").
+type eraCounts struct{ passed, failed, skipped, na int }
+
+func countEra(rep *scenarios.Report, era string) eraCounts {
+	var c eraCounts
+	for _, r := range rep.Results {
+		if era != "" && r.Era != era {
+			continue
+		}
+		switch r.Status {
+		case scenarios.StatusPass:
+			c.passed++
+		case scenarios.StatusFail:
+			c.failed++
+		case scenarios.StatusNA:
+			c.na++
+		default:
+			c.skipped++
+		}
+	}
+	return c
+}
+
+// printSummary prints a line per era when the run had more than one, then
+// the totals: passed, failed, skipped and not applicable are counted
+// apart.
+func printSummary(w io.Writer, rep *scenarios.Report) {
+	if len(rep.Eras) > 1 {
+		for _, era := range rep.Eras {
+			c := countEra(rep, era)
+			fmt.Fprintf(w, "%s: %d passed, %d failed, %d skipped, %d not applicable\n", era, c.passed, c.failed, c.skipped, c.na)
+		}
+	}
+	fmt.Fprintf(w, "%d passed, %d failed, %d skipped, %d not applicable (era %s; implementation %s %s; wall %.2fs, virtual time covered %.3fs)\n",
+		rep.Passed, rep.Failed, rep.Skipped, rep.NotApplicable, strings.Join(rep.Eras, " and "),
+		textsafe.Line(rep.Hello.Implementation.Name), textsafe.Line(rep.Hello.Implementation.Version),
+		rep.Wall.Seconds(), rep.Virtual.Seconds())
+}
+
 func describeImpl(impl string) string {
 	if impl == "" {
 		return "the reference driver"
@@ -193,12 +254,14 @@ func oneLine(err error) string {
 func printResult(w io.Writer, r scenarios.Result, verbose bool) {
 	name, reason := textsafe.Line(r.Name), textsafe.Line(r.Reason)
 	switch r.Status {
-	case "pass":
-		fmt.Fprintf(w, "ok    %-45s %6.2fs  virtual %s\n", name, r.Duration.Seconds(), fmtVirtual(r.Virtual))
-	case "fail":
-		fmt.Fprintf(w, "FAIL  %-45s %6.2fs  %s\n", name, r.Duration.Seconds(), reason)
+	case scenarios.StatusPass:
+		fmt.Fprintf(w, "ok    %-6s %-45s %6.2fs  virtual %s\n", r.Era, name, r.Duration.Seconds(), fmtVirtual(r.Virtual))
+	case scenarios.StatusFail:
+		fmt.Fprintf(w, "FAIL  %-6s %-45s %6.2fs  %s\n", r.Era, name, r.Duration.Seconds(), reason)
+	case scenarios.StatusNA:
+		fmt.Fprintf(w, "n/a   %-6s %-45s %6s   %s\n", r.Era, name, "-", reason)
 	default:
-		fmt.Fprintf(w, "skip  %-45s %6.2fs  %s\n", name, r.Duration.Seconds(), reason)
+		fmt.Fprintf(w, "skip  %-6s %-45s %6.2fs  %s\n", r.Era, name, r.Duration.Seconds(), reason)
 	}
 	if r.Status == "fail" || verbose {
 		for _, line := range strings.Split(strings.TrimRight(r.Log, "\n"), "\n") {
@@ -217,9 +280,11 @@ type jsonReport struct {
 	Protocol       string                `json:"protocol"`
 	Implementation driver.Implementation `json:"implementation"`
 	Capabilities   []driver.Capability   `json:"capabilities"`
+	Eras           []string              `json:"eras"`
 	Passed         int                   `json:"passed"`
 	Failed         int                   `json:"failed"`
 	Skipped        int                   `json:"skipped"`
+	NotApplicable  int                   `json:"notApplicable"`
 	WallSeconds    float64               `json:"wallSeconds"`
 	VirtualSeconds float64               `json:"virtualSeconds"`
 	Scenarios      []jsonScenario        `json:"scenarios"`
@@ -230,6 +295,7 @@ type jsonScenario struct {
 	Name           string  `json:"name"`
 	Description    string  `json:"description"`
 	Guards         string  `json:"guards"`
+	Era            string  `json:"era"`
 	Status         string  `json:"status"`
 	Seconds        float64 `json:"seconds"`
 	VirtualSeconds float64 `json:"virtualSeconds"`
@@ -243,9 +309,11 @@ func writeJSONReport(file string, rep *scenarios.Report) error {
 		Protocol:       rep.Hello.Protocol,
 		Implementation: rep.Hello.Implementation,
 		Capabilities:   rep.Hello.Capabilities,
+		Eras:           rep.Eras,
 		Passed:         rep.Passed,
 		Failed:         rep.Failed,
 		Skipped:        rep.Skipped,
+		NotApplicable:  rep.NotApplicable,
 		WallSeconds:    rep.Wall.Seconds(),
 		VirtualSeconds: rep.Virtual.Seconds(),
 		Scenarios:      []jsonScenario{},
@@ -253,10 +321,10 @@ func writeJSONReport(file string, rep *scenarios.Report) error {
 	for _, r := range rep.Results {
 		js := jsonScenario{
 			Number: r.Number, Name: r.Name, Description: r.Description, Guards: r.Guards,
-			Status: r.Status, Seconds: r.Duration.Seconds(), VirtualSeconds: r.Virtual.Seconds(),
+			Era: r.Era, Status: r.Status, Seconds: r.Duration.Seconds(), VirtualSeconds: r.Virtual.Seconds(),
 			Checks: r.Checks, Reason: r.Reason,
 		}
-		if r.Status == "fail" {
+		if r.Status == scenarios.StatusFail {
 			js.Log = r.Log
 		}
 		out.Scenarios = append(out.Scenarios, js)
@@ -310,31 +378,42 @@ type junitMessage struct {
 
 func writeJUnitReport(file string, rep *scenarios.Report) error {
 	secs := func(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
-	suite := junitSuite{
-		Name:     "mcplife scenarios",
-		Tests:    len(rep.Results),
-		Failures: rep.Failed,
-		Skipped:  rep.Skipped,
-		Time:     secs(rep.Wall),
-		Properties: []junitProperty{
-			{"implementation", rep.Hello.Implementation.Name + " " + rep.Hello.Implementation.Version},
-			{"protocol", rep.Hello.Protocol},
-			{"virtualSeconds", fmt.Sprintf("%.3f", rep.Virtual.Seconds())},
-		},
-	}
-	for _, r := range rep.Results {
-		c := junitCase{ClassName: "scenarios", Name: r.Name, Time: secs(r.Duration)}
-		switch r.Status {
-		case "fail":
-			c.Failure = &junitMessage{Message: r.Reason, Text: r.Log}
-		case "skip":
-			c.Skipped = &junitMessage{Message: r.Reason}
+	out := junitSuites{Name: "mcplife", Time: secs(rep.Wall)}
+	// One suite per era; its cases are named NNN-slug [era], and a
+	// scenario not applicable in the era is a skipped case saying so.
+	for _, era := range rep.Eras {
+		c := countEra(rep, era)
+		suite := junitSuite{
+			Name:     "mcplife scenarios (" + era + ")",
+			Failures: c.failed,
+			Skipped:  c.skipped + c.na,
+			Time:     secs(rep.Wall),
+			Properties: []junitProperty{
+				{"implementation", rep.Hello.Implementation.Name + " " + rep.Hello.Implementation.Version},
+				{"protocol", rep.Hello.Protocol},
+				{"era", era},
+				{"notApplicable", strconv.Itoa(c.na)},
+				{"virtualSeconds", fmt.Sprintf("%.3f", rep.Virtual.Seconds())},
+			},
 		}
-		suite.Cases = append(suite.Cases, c)
-	}
-	out := junitSuites{
-		Name: "mcplife", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped,
-		Time: suite.Time, Suites: []junitSuite{suite},
+		for _, r := range rep.Results {
+			if r.Era != era {
+				continue
+			}
+			tc := junitCase{ClassName: "scenarios." + era, Name: r.Name + " [" + era + "]", Time: secs(r.Duration)}
+			switch r.Status {
+			case scenarios.StatusFail:
+				tc.Failure = &junitMessage{Message: r.Reason, Text: r.Log}
+			case scenarios.StatusSkip, scenarios.StatusNA:
+				tc.Skipped = &junitMessage{Message: r.Reason}
+			}
+			suite.Cases = append(suite.Cases, tc)
+		}
+		suite.Tests = len(suite.Cases)
+		out.Tests += suite.Tests
+		out.Failures += suite.Failures
+		out.Skipped += suite.Skipped
+		out.Suites = append(out.Suites, suite)
 	}
 	b, err := xml.MarshalIndent(out, "", "  ")
 	if err != nil {

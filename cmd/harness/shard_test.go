@@ -26,7 +26,7 @@ func TestRunShardsMerge(t *testing.T) {
 	}
 	merged := filepath.Join(dir, "merged.json")
 	code, out, errs := harness(t, append([]string{"merge-reports", "-o", merged}, files...)...)
-	if code != 0 || !strings.Contains(out, "3 passed, 0 failed") {
+	if code != 0 || !strings.Contains(out, "6 passed, 0 failed, 0 skipped, 0 not applicable") {
 		t.Fatalf("merge: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	b, err := os.ReadFile(merged)
@@ -39,10 +39,11 @@ func TestRunShardsMerge(t *testing.T) {
 	}
 	var names []string
 	for _, s := range rep.Scenarios {
-		names = append(names, s.Name[:3])
+		names = append(names, s.Era+"/"+s.Name[:3])
 	}
-	if !slices.Equal(names, []string{"001", "002", "003"}) {
-		t.Errorf("merged scenarios %v, want 001 002 003", names)
+	// Both eras (the default), each sorted by name, legacy first.
+	if want := []string{"legacy/001", "legacy/002", "legacy/003", "modern/001", "modern/002", "modern/003"}; !slices.Equal(names, want) {
+		t.Errorf("merged scenarios %v, want %v", names, want)
 	}
 }
 

@@ -151,7 +151,11 @@ func scenarioVerdicts(path string) ([]stress.Verdict, error) {
 	}
 	out := make([]stress.Verdict, 0, len(rep.Scenarios))
 	for _, s := range rep.Scenarios {
-		v := stress.Verdict{ID: s.Name, Skipped: s.Status == "skip"}
+		id := s.Name
+		if s.Era != "" {
+			id += " [" + s.Era + "]"
+		}
+		v := stress.Verdict{ID: id, Skipped: s.Status == "skip" || s.Status == "n/a"}
 		if s.Status == "fail" {
 			v.Failed, v.Message = true, s.Reason
 			if v.Message == "" {

@@ -119,7 +119,14 @@ func runTimeline(args []string, stdout, stderr io.Writer) int {
 // dir.
 func writeTimelines(dir string, rep *scenarios.Report) error {
 	for _, r := range rep.Results {
-		opts := timeline.Options{Title: r.Name + " (" + r.Status + ")", Axis: "virtual time"}
+		if r.Status == scenarios.StatusNA {
+			continue // not run in this era
+		}
+		name := r.Name
+		if len(rep.Eras) > 1 {
+			name += "." + r.Era // NNN-slug.legacy.svg, NNN-slug.modern.svg
+		}
+		opts := timeline.Options{Title: r.Name + " (" + r.Era + ", " + r.Status + ")", Axis: "virtual time"}
 		for _, out := range []struct {
 			ext   string
 			write func(io.Writer) error
@@ -130,9 +137,9 @@ func writeTimelines(dir string, rep *scenarios.Report) error {
 		} {
 			var b bytes.Buffer
 			if err := out.write(&b); err != nil {
-				return fmt.Errorf("%s: %w", r.Name, err)
+				return fmt.Errorf("%s: %w", name, err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, r.Name+out.ext), b.Bytes(), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, name+out.ext), b.Bytes(), 0o644); err != nil {
 				return err
 			}
 		}

@@ -65,13 +65,17 @@ func TestRunTimeline(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
-	for _, ext := range []string{".jsonl", ".svg", ".html"} {
-		b, err := os.ReadFile(filepath.Join(dir, "071-restart-success"+ext))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ext == ".svg" && (!strings.Contains(string(b), "virtual time, 9s end to end") || !strings.Contains(string(b), "restart.attempt attempt=1")) {
-			t.Errorf("SVG of 071:\n%.600s", b)
+	// Both eras (the default): one file set per era.
+	// The modern probe has no ping step: 3 s shorter.
+	for era, span := range map[string]string{"legacy": "9s", "modern": "6s"} {
+		for _, ext := range []string{".jsonl", ".svg", ".html"} {
+			b, err := os.ReadFile(filepath.Join(dir, "071-restart-success."+era+ext))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ext == ".svg" && (!strings.Contains(string(b), "virtual time, "+span+" end to end") || !strings.Contains(string(b), "restart.attempt attempt=1")) {
+				t.Errorf("SVG of 071 in %s:\n%.600s", era, b)
+			}
 		}
 	}
 }

@@ -282,6 +282,15 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 		if src.busy(ctx, time.Since(since)) != "" {
 			continue // since stays: a stall is measured from the last change
 		}
+		// CPU evidence: on a starved machine an implementation with work
+		// left (a goroutine writing the tool cache, a fixture on its way
+		// out, a shell running a !command) is as silent as one that
+		// stopped, but its threads are running, waiting for a CPU or
+		// waiting on a disk. Looked at once per decision, before the
+		// barrier (which itself wakes the driver).
+		if proctest.Working() != "" {
+			continue
+		}
 		// The barrier: every event the implementation emitted before it
 		// answers is written before the answer.
 		var timers []time.Duration
@@ -305,7 +314,15 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 // Busy names real I/O still in flight, or "" when there is none. Without
 // a client (the driver has shut down) only the fixtures' own work counts:
 // the protocol's shutdown leaves no server process behind.
-func (src Source) Busy(ctx context.Context) string { return src.busy(ctx, 0) }
+func (src Source) Busy(ctx context.Context) string {
+	if why := src.busy(ctx, 0); why != "" {
+		return why
+	}
+	if w := proctest.Working(); w != "" {
+		return "work under way: " + w
+	}
+	return ""
+}
 
 // busy is Busy once nothing observable has changed for stableFor: the
 // rules that read a stall as the implementation's own decision (a fixture

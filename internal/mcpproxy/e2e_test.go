@@ -91,7 +91,9 @@ func newEnv(t *testing.T, server json.RawMessage, opts host.Options) *env {
 func fixtureEnv(t *testing.T, rules []string, knobs map[string]string, extra map[string]any, opts host.Options) *env {
 	t.Helper()
 	dir := t.TempDir()
-	k := map[string]string{"MCP_FIXTURE_JOURNAL": filepath.Join(dir, "fx.journal")}
+	// The proxy's rules name handshake-era methods (initialize, ping), so
+	// its upstream speaks the handshake era unless knobs say otherwise.
+	k := map[string]string{"MCP_FIXTURE_ERA": "legacy", "MCP_FIXTURE_JOURNAL": filepath.Join(dir, "fx.journal")}
 	for n, v := range knobs {
 		k[n] = v
 	}

@@ -1,0 +1,53 @@
+package proctest
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWorkingSeesASpinningChild checks that a child burning CPU is work
+// under way, and that once it sleeps it is not.
+func TestWorkingSeesASpinningChild(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	spin := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = spin.Process.Kill(); _ = spin.Wait() }()
+	// A spinning shell is in state R at every look (running or waiting
+	// for a CPU); await the first look that names it.
+	for w := Working(); !strings.Contains(w, "(sh)"); w = Working() {
+		if ctx.Err() != nil {
+			t.Fatalf("Working never named the spinning child; last: %q", w)
+		}
+	}
+	_ = spin.Process.Kill()
+	_ = spin.Wait()
+
+	sleeper := exec.CommandContext(ctx, "sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }()
+	// A sleeping child is no work; await the look at which it sleeps
+	// (it runs while it starts).
+	for w := Working(); strings.Contains(w, "(sleep)"); w = Working() {
+		if ctx.Err() != nil {
+			t.Fatalf("a sleeping child still counts as work: %q", w)
+		}
+	}
+}
+
+func TestTaskState(t *testing.T) {
+	state, comm, ok := taskState([]byte("42 (mcp fixture (x)) D 1 42 42 0 -1"))
+	if !ok || state != "D" || comm != "mcp fixture (x)" {
+		t.Errorf("taskState = %q %q %v", state, comm, ok)
+	}
+	if _, _, ok := taskState([]byte("garbage")); ok {
+		t.Error("garbage parsed")
+	}
+}
