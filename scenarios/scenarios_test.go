@@ -64,7 +64,7 @@ func eraFiles(t *testing.T, era string, match *regexp.Regexp) []string {
 // to "legacy,modern" to run both eras in each.
 func TestScenarios(t *testing.T) {
 	for _, era := range testEras(t, scenarios.EraLegacy) {
-		t.Run(era, func(t *testing.T) {
+		runEra(t, era, func(t *testing.T) {
 			var cov coverage
 			start := time.Now()
 			t.Cleanup(func() { cov.report(t, start) })
@@ -78,6 +78,19 @@ func TestScenarios(t *testing.T) {
 			testscript.Run(t, p)
 		})
 	}
+}
+
+// runEra runs f for era: as a subtest named after the era when the test
+// runs more than one (MCPLIFE_SCENARIO_ERAS), else directly, so that the
+// scenarios are TestScenarios/NNN-slug (legacy) and
+// TestScenariosExternal/NNN-slug (modern) and -run 'Scenarios.*/NNN'
+// selects one in both eras.
+func runEra(t *testing.T, era string, f func(t *testing.T)) {
+	if strings.Contains(os.Getenv("MCPLIFE_SCENARIO_ERAS"), ",") {
+		t.Run(era, f)
+		return
+	}
+	f(t)
 }
 
 // testEras returns the eras a test runs: MCPLIFE_SCENARIO_ERAS (a
@@ -112,7 +125,7 @@ func TestScenariosExternal(t *testing.T) {
 		match = re
 	}
 	for _, era := range testEras(t, scenarios.EraModern) {
-		t.Run(era, func(t *testing.T) {
+		runEra(t, era, func(t *testing.T) {
 			var cov coverage
 			start := time.Now()
 			t.Cleanup(func() { cov.report(t, start) })
