@@ -344,7 +344,10 @@ func runHarness(ctx context.Context, dir, bin string, env []string, args ...stri
 	}
 	// Verdicts per requirement, over its eras: a failure in any era fails
 	// the requirement; it passes when it passed in an era and failed in
-	// none; it is skipped when it was skipped in every era.
+	// none; it is skipped when it was skipped in every era (filtered out
+	// by the label filter, or not applicable), with the message of the
+	// skip that has one.
+	skips := map[string]string{}
 	for _, sr := range reports[0].SpecReports {
 		r, _, ok := reqOf(sr)
 		if !ok {
@@ -360,10 +363,13 @@ func runHarness(ctx context.Context, dir, bin string, env []string, args ...stri
 		if sr.State.Is(types.SpecStateFailureStates) && !slices.Contains(run.failing, r.ID) {
 			run.failing = append(run.failing, r.ID)
 		}
-		if sr.State == types.SpecStateSkipped {
-			if _, ok := run.skipped[r.ID]; !ok {
-				run.skipped[r.ID] = sr.Failure.Message
-			}
+		if sr.State == types.SpecStateSkipped && sr.Failure.Message != "" {
+			skips[r.ID] = sr.Failure.Message
+		}
+	}
+	for id, st := range run.verdicts {
+		if st == types.SpecStateSkipped {
+			run.skipped[id] = skips[id]
 		}
 	}
 	sort.Strings(run.failing)
