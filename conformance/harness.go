@@ -13,6 +13,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 )
 
 // H is what a spec body works with: one implementation under test behind
@@ -30,11 +31,12 @@ type H struct {
 	lastClient *driver.Client // the previous driver, for diagnostics
 	stderr     *syncBuffer
 
-	journals map[string]string            // journal key -> file
-	knobs    map[string]map[string]string // journal key -> the fixture's environment
-	procs    []*exec.Cmd                  // processes the harness itself started
-	calls    int
-	acquires int
+	journals  map[string]string            // journal key -> file
+	followers map[string]*journal.Follower // journal key -> its reader
+	knobs     map[string]map[string]string // journal key -> the fixture's environment
+	procs     []*exec.Cmd                  // processes the harness itself started
+	calls     int
+	acquires  int
 
 	// contradictions end every wait at once when one returns a reason
 	// (Unless).
@@ -50,7 +52,7 @@ func newH(ctx context.Context, r Requirement, era driver.Era, s *state) *H {
 	if err != nil {
 		ginkgo.Fail("making the spec's directory: " + err.Error())
 	}
-	h := &H{ctx: ctx, req: r, era: era, s: s, dir: dir, journals: map[string]string{}, knobs: map[string]map[string]string{}}
+	h := &H{ctx: ctx, req: r, era: era, s: s, dir: dir, journals: map[string]string{}, followers: map[string]*journal.Follower{}, knobs: map[string]map[string]string{}}
 	for _, d := range []string{"workspace", "home", "journal", "cache"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			ginkgo.Fail(err.Error())

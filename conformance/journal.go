@@ -1,9 +1,7 @@
 package conformance
 
 import (
-	"errors"
 	"fmt"
-	"os"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 	"github.com/onsi/ginkgo/v2"
@@ -93,25 +91,19 @@ func (j JournalEntries) Last(kind string) journal.Entry {
 	return es[len(es)-1]
 }
 
+// readJournal reads the journal named key through its follower: specs
+// poll journals every few milliseconds, and a follower parses only what
+// was appended since.
 func (h *H) readJournal(key string) JournalEntries {
-	p, ok := h.journals[key]
+	f, ok := h.followers[key]
 	if !ok {
 		return nil
 	}
-	es, err := readJournalFile(p)
+	es, err := f.Read()
 	if err != nil {
 		return nil
 	}
 	return es
-}
-
-// readJournalFile reads a journal file; a missing one has no entries.
-func readJournalFile(path string) (JournalEntries, error) {
-	es, err := journal.Read(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	return es, nil
 }
 
 // Journal reads the fixture journal named key.

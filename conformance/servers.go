@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 	"github.com/onsi/ginkgo/v2"
 )
 
@@ -82,6 +83,7 @@ func (h *H) journalPath(key string) string {
 	if !ok {
 		p = filepath.Join(h.dir, "journal", key+".jsonl")
 		h.journals[key] = p
+		h.followers[key] = journal.NewFollower(p)
 	}
 	return p
 }

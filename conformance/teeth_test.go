@@ -437,14 +437,21 @@ func TestTeeth(t *testing.T) {
 	full := os.Getenv(teethFullEnv) != ""
 	bin := buildHarness(t)
 	impl := "-impl=" + bin + " driver"
-	// Broken variants make specs wait for what never comes, or drivers that
-	// cannot shut down: bound both tighter than for a real run. Every run's
-	// servers are the fixture built on its own (a harness playing the
-	// fixture costs its whole initialization per server process).
-	// The variants run in the legacy era, where every requirement of both
-	// eras is judged (the table was measured there), plus the requirements
-	// of the modern era alone, so that each has its proof of teeth.
-	limits := []string{"-await-timeout=10s", "-shutdown-timeout=20s", "-fixture=" + buildFixture(t), "-label-filter=" + teethEras()}
+	// Every run's servers are the fixture built on its own (a harness
+	// playing the fixture costs its whole initialization per server
+	// process). The runs judge the legacy era, where every requirement of
+	// both eras is judged (the table was measured there), plus the
+	// requirements of the modern era alone, so that each has its proof of
+	// teeth.
+	common := []string{"-fixture=" + buildFixture(t), "-label-filter=" + teethEras()}
+	// The runs that must pass keep the default bounds: a correct runtime
+	// on a loaded machine must never be failed by one (the reference's
+	// CORE-HOSTILE-008 connects a server of 10,000 tools, which took more
+	// than 10 s beside the other runs at a load average of 15). Broken
+	// variants and the do-nothing driver make specs wait for what never
+	// comes, or drivers that cannot shut down: their bounds are tighter,
+	// a backstop behind the evidence that ends their waits.
+	limits := append([]string{"-await-timeout=10s", "-shutdown-timeout=20s"}, common...)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -462,8 +469,8 @@ func TestTeeth(t *testing.T) {
 		want []string // expected failing ids, sorted (variants)
 	}
 	jobs := []*job{
-		{name: "reference", args: append([]string{impl}, limits...)},
-		{name: "claims-less", env: []string{roleEnv + "=driver", claimsEnv + "=" + strings.Join(claimNames, ",")}, args: append([]string{"-impl=" + exe}, limits...)},
+		{name: "reference", args: append([]string{impl}, common...)},
+		{name: "claims-less", env: []string{roleEnv + "=driver", claimsEnv + "=" + strings.Join(claimNames, ",")}, args: append([]string{"-impl=" + exe}, common...)},
 		{name: "do-nothing", env: []string{roleEnv + "=" + doNothingRole}, args: append([]string{"-impl=" + exe}, limits...)},
 	}
 	only := strings.FieldsFunc(os.Getenv(teethOnlyEnv), func(r rune) bool { return r == ',' })

@@ -55,6 +55,9 @@ type state struct {
 	updates   map[string]string // golden section -> new content
 	served    map[string]*served
 	printedAt int // the checks count when tails were last printed
+
+	followersMu sync.Mutex
+	followers   map[string]*journal.Follower // journal path -> its reader
 }
 
 // bgRequest is a request sent with "&" whose outcome is collected later.
@@ -223,8 +226,21 @@ func (s *state) journals() []string {
 }
 
 // readJournal reads a journal, failing the script on a broken file.
+// await-journal polls it every few milliseconds: a follower per file
+// parses only what was appended since the last read.
 func (s *state) readJournal(file string) []journal.Entry {
-	es, err := journal.Read(s.path(file))
+	p := s.path(file)
+	s.followersMu.Lock()
+	f, ok := s.followers[p]
+	if !ok {
+		if s.followers == nil {
+			s.followers = map[string]*journal.Follower{}
+		}
+		f = journal.NewFollower(p)
+		s.followers[p] = f
+	}
+	s.followersMu.Unlock()
+	es, err := f.Read()
 	if err != nil {
 		s.fatalf("%v", err)
 	}
