@@ -114,31 +114,11 @@ func BlockedOnPipeWrite(pid int) bool {
 // Descendants describes every live process descending from pid, as
 // "pid (command)".
 func Descendants(pid int) []string {
-	children := map[int][]int{}
-	names := map[int]string{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		state, ppid, ok := stat(p)
-		if !ok || state == "Z" || state == "X" {
-			continue
-		}
-		children[ppid] = append(children[ppid], p)
-		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		names[p] = strings.TrimSpace(string(comm))
-	}
 	var out []string
-	var walk func(int)
-	walk = func(p int) {
-		for _, c := range children[p] {
-			out = append(out, fmt.Sprintf("%d (%s)", c, names[c]))
-			walk(c)
-		}
+	for _, p := range descendantPIDs(pid) {
+		comm, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "comm"))
+		out = append(out, fmt.Sprintf("%d (%s)", p, strings.TrimSpace(string(comm))))
 	}
-	walk(pid)
 	return out
 }
 
