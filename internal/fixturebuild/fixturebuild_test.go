@@ -10,7 +10,8 @@ import (
 	"github.com/mcplife/mcplife/internal/proctest"
 )
 
-// TestMain checks for leaked goroutines and processes left behind.
+// TestMain checks for leaked goroutines (goleak, through proctest.Main)
+// and for processes left behind.
 func TestMain(m *testing.M) { proctest.Main(m) }
 
 func TestBuildRunsTheFixture(t *testing.T) {
