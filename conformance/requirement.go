@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/mcplife/mcplife/conformance/driver"
 )
@@ -192,22 +193,35 @@ func (r Requirement) validate() error {
 	return nil
 }
 
-// registry holds every requirement, in declaration order.
-var registry []Requirement
-
-// register adds r to the registry; a bad or duplicate requirement panics at
-// package initialisation, so it can never reach a run.
-func register(r Requirement) {
-	if err := r.validate(); err != nil {
-		panic("conformance: " + err.Error())
-	}
-	for _, o := range registry {
-		if o.ID == r.ID {
-			panic("conformance: duplicate requirement id " + r.ID)
-		}
-	}
-	registry = append(registry, r)
+// declaration is one Spec call: a requirement and the body of its specs.
+type declaration struct {
+	r    Requirement
+	body func(h *H)
 }
+
+// declarations holds every Spec call, in declaration order. Spec only
+// records: validating the requirements and declaring their ginkgo specs
+// wait until something needs them (catalogue, declareSpecs), because the
+// harness binary is also the fixture server and every fixture process
+// initialises this package without ever running a spec.
+var declarations []declaration
+
+// catalogue is the validated registry, built once from declarations.
+var catalogue = sync.OnceValue(func() []Requirement {
+	registry := make([]Requirement, 0, len(declarations))
+	seen := map[string]bool{}
+	for _, d := range declarations {
+		if err := d.r.validate(); err != nil {
+			panic("conformance: " + err.Error())
+		}
+		if seen[d.r.ID] {
+			panic("conformance: duplicate requirement id " + d.r.ID)
+		}
+		seen[d.r.ID] = true
+		registry = append(registry, d.r)
+	}
+	return registry
+})
 
 // Requirements returns every requirement of the suite, sorted by profile
 // (in the protocol's order) and id.
@@ -216,7 +230,7 @@ func Requirements() []Requirement {
 	for i, p := range driver.Profiles() {
 		order[p.Name] = i
 	}
-	out := slices.Clone(registry)
+	out := slices.Clone(catalogue())
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Profile != out[j].Profile {
 			return order[out[i].Profile] < order[out[j].Profile]
@@ -240,7 +254,7 @@ func Keys() []string {
 
 // Lookup returns the requirement with id.
 func Lookup(id string) (Requirement, bool) {
-	for _, r := range registry {
+	for _, r := range catalogue() {
 		if r.ID == id {
 			return r, true
 		}

@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -16,9 +17,26 @@ const specTimeout = 3 * time.Minute
 // the requirement, labelled with the requirement's profile, area and id and
 // the era, whose body runs against a fresh driver with the fixture servers
 // set to that era. Declaring both from one value is what keeps the
-// catalogue and the specs from drifting apart.
+// catalogue and the specs from drifting apart. Spec only records the
+// declaration; a bad or duplicate requirement panics the first time the
+// catalogue is read (every test of this package reads it), and the ginkgo
+// specs are declared by Run.
 func Spec(r Requirement, body func(h *H)) bool {
-	register(r)
+	declarations = append(declarations, declaration{r: r, body: body})
+	return true
+}
+
+// declareSpecs declares the ginkgo specs of every requirement, once per
+// process (ginkgo allows one run per process).
+var declareSpecs = sync.OnceFunc(func() {
+	catalogue() // validates every requirement first
+	for _, d := range declarations {
+		declareRequirement(d.r, d.body)
+	}
+})
+
+// declareRequirement declares the specs of r, one per era.
+func declareRequirement(r Requirement, body func(h *H)) {
 	for _, era := range r.Eras {
 		ginkgo.It(Key(r.ID, era)+": "+r.Statement, ginkgo.Label(r.Labels(era)...), ginkgo.SpecTimeout(specTimeout),
 			func(ctx ginkgo.SpecContext) {
@@ -38,7 +56,6 @@ func Spec(r Requirement, body func(h *H)) bool {
 				body(h)
 			})
 	}
-	return true
 }
 
 // Source of an observation: where the evidence was seen.

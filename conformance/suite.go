@@ -292,6 +292,7 @@ func Run(t ginkgo.GinkgoTestingT, cfg Config) (*Result, error) {
 	if t == nil {
 		t = &fakeT{}
 	}
+	declareSpecs()
 	gomega.RegisterFailHandler(ginkgo.Fail)
 	ginkgo.RunSpecs(t, "mcplife conformance", suiteConfig, reporterConfig)
 	if suite.setupErr != nil {
