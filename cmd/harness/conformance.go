@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcplife/mcplife/conformance"
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/internal/fixturebuild"
 	"github.com/mcplife/mcplife/internal/shard"
 )
 
@@ -79,6 +81,11 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fixture := conformance.Fixture{Command: exe, Args: []string{"fixture"}}
+	if *fixtureBin == "" {
+		if bin, ok := matchingFixture(); ok {
+			fixture = conformance.Fixture{Command: bin}
+		}
+	}
 	if *fixtureBin != "" {
 		if fixture.Command, err = fixtureBinary(*fixtureBin); err != nil {
 			fmt.Fprintf(stderr, "harness conformance: -fixture: %v\n", err)
@@ -206,6 +213,21 @@ func confSplitList(s string) []string {
 
 // fixtureBinary checks the -fixture flag: an executable file, returned as
 // an absolute path (the fixture runs in other working directories).
+// matchingFixture returns the fixture program built from this harness's
+// own commit (fixturebuild.Matching), when that can be proven; otherwise
+// the harness plays the fixture itself, as it always can. The build is
+// bounded: a go command that does not finish in time is not waited for.
+func matchingFixture() (string, bool) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin, err := fixturebuild.Matching(ctx, cache)
+	return bin, err == nil
+}
+
 func fixtureBinary(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {

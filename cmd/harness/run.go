@@ -116,6 +116,11 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	ro.FixtureExecutable = exe
+	if *fixtureBin == "" {
+		if bin, ok := matchingFixture(); ok {
+			ro.FixtureExecutable = bin
+		}
+	}
 	if *fixtureBin != "" {
 		if ro.FixtureExecutable, err = fixtureBinary(*fixtureBin); err != nil {
 			fmt.Fprintf(stderr, "harness run: -fixture: %v\n", err)

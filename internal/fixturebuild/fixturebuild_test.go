@@ -2,8 +2,10 @@ package fixturebuild
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -45,5 +47,47 @@ func TestWithoutRace(t *testing.T) {
 		if got := withoutRace(in); got != want {
 			t.Errorf("withoutRace(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestCommitOfReadsTheGitStamp(t *testing.T) {
+	stamp := func(path string, kv ...string) *debug.BuildInfo {
+		bi := &debug.BuildInfo{Main: debug.Module{Path: path}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return bi
+	}
+	for _, tc := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		want Commit
+		ok   bool
+	}{
+		{"clean", stamp(module, "vcs", "git", "vcs.revision", "abc", "vcs.modified", "false"), Commit{"abc", false}, true},
+		{"modified", stamp(module, "vcs", "git", "vcs.revision", "abc", "vcs.modified", "true"), Commit{"abc", true}, true},
+		{"no stamp", stamp(module), Commit{}, false},
+		{"another module", stamp("example.com/other", "vcs", "git", "vcs.revision", "abc"), Commit{}, false},
+		{"another vcs", stamp(module, "vcs", "hg", "vcs.revision", "abc"), Commit{"abc", false}, false},
+		{"no build info", nil, Commit{}, false},
+	} {
+		got, ok := commitOf(tc.bi)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("%s: commitOf = %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// A test binary carries no git stamp (go test does not stamp one), so
+// Matching cannot prove a fixture built here is its own source and says so
+// without building anything.
+func TestMatchingRefusesAnUnstampedProgram(t *testing.T) {
+	cache := t.TempDir()
+	bin, err := Matching(context.Background(), cache)
+	if err == nil || !strings.Contains(err.Error(), "no git stamp") {
+		t.Fatalf("Matching = %q, %v; want the missing stamp named", bin, err)
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Errorf("Matching wrote %d entries into the cache without a stamp", len(entries))
 	}
 }
