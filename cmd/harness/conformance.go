@@ -82,7 +82,8 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	}
 	fixture := conformance.Fixture{Command: exe, Args: []string{"fixture"}}
 	if *fixtureBin == "" {
-		if bin, ok := matchingFixture(); ok {
+		if bin, remove, ok := matchingFixture(); ok {
+			defer remove()
 			fixture = conformance.Fixture{Command: bin}
 		}
 	}
@@ -213,19 +214,25 @@ func confSplitList(s string) []string {
 
 // fixtureBinary checks the -fixture flag: an executable file, returned as
 // an absolute path (the fixture runs in other working directories).
-// matchingFixture returns the fixture program built from this harness's
-// own commit (fixturebuild.Matching), when that can be proven; otherwise
-// the harness plays the fixture itself, as it always can. The build is
-// bounded: a go command that does not finish in time is not waited for.
-func matchingFixture() (string, bool) {
-	cache, err := os.UserCacheDir()
+// matchingFixture builds the fixture program from the checkout the
+// harness runs in and returns it when it is the fixture this harness links
+// (fixturebuild.Matching), with a function that removes it; otherwise ok is
+// false and the harness plays the fixture itself, as it always can. The
+// build is bounded: a go command that does not finish in time is not
+// waited for.
+func matchingFixture() (bin string, remove func(), ok bool) {
+	dir, err := os.MkdirTemp("", "mcplife-fixture-")
 	if err != nil {
-		return "", false
+		return "", nil, false
 	}
+	remove = func() { os.RemoveAll(dir) }
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bin, err := fixturebuild.Matching(ctx, cache)
-	return bin, err == nil
+	if bin, err = fixturebuild.Matching(ctx, dir); err != nil {
+		remove()
+		return "", nil, false
+	}
+	return bin, remove, true
 }
 
 func fixtureBinary(path string) (string, error) {

@@ -117,7 +117,8 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	}
 	ro.FixtureExecutable = exe
 	if *fixtureBin == "" {
-		if bin, ok := matchingFixture(); ok {
+		if bin, remove, ok := matchingFixture(); ok {
+			defer remove()
 			ro.FixtureExecutable = bin
 		}
 	}

@@ -2,13 +2,13 @@ package fixturebuild
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
 
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/internal/proctest"
 )
 
@@ -50,44 +50,53 @@ func TestWithoutRace(t *testing.T) {
 	}
 }
 
-func TestCommitOfReadsTheGitStamp(t *testing.T) {
-	stamp := func(path string, kv ...string) *debug.BuildInfo {
-		bi := &debug.BuildInfo{Main: debug.Module{Path: path}}
-		for i := 0; i+1 < len(kv); i += 2 {
-			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+func TestDependencyDiffNamesTheFirstDifference(t *testing.T) {
+	build := func(deps ...string) *debug.BuildInfo {
+		bi := &debug.BuildInfo{}
+		for i := 0; i+1 < len(deps); i += 2 {
+			bi.Deps = append(bi.Deps, &debug.Module{Path: deps[i], Version: deps[i+1]})
 		}
 		return bi
 	}
+	replaced := build("example.com/a", "v1.0.0")
+	replaced.Deps[0].Replace = &debug.Module{Path: "../a", Version: ""}
 	for _, tc := range []struct {
 		name string
-		bi   *debug.BuildInfo
-		want Commit
-		ok   bool
+		a, b *debug.BuildInfo
+		want string
 	}{
-		{"clean", stamp(module, "vcs", "git", "vcs.revision", "abc", "vcs.modified", "false"), Commit{"abc", false}, true},
-		{"modified", stamp(module, "vcs", "git", "vcs.revision", "abc", "vcs.modified", "true"), Commit{"abc", true}, true},
-		{"no stamp", stamp(module), Commit{}, false},
-		{"another module", stamp("example.com/other", "vcs", "git", "vcs.revision", "abc"), Commit{}, false},
-		{"another vcs", stamp(module, "vcs", "hg", "vcs.revision", "abc"), Commit{"abc", false}, false},
-		{"no build info", nil, Commit{}, false},
+		{"same", build("example.com/a", "v1.0.0"), build("example.com/a", "v1.0.0", "example.com/b", "v2.0.0"), ""},
+		{"only one has it", build("example.com/c", "v1.0.0"), build("example.com/a", "v1.0.0"), ""},
+		{"other version", build("example.com/a", "v1.1.0"), build("example.com/a", "v1.0.0"), "example.com/a v1.1.0, not v1.0.0"},
+		{"replaced", replaced, build("example.com/a", "v1.0.0"), "example.com/a ../a , not v1.0.0"},
 	} {
-		got, ok := commitOf(tc.bi)
-		if ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("%s: commitOf = %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
+		if got := dependencyDiff(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: dependencyDiff = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
 
-// A test binary carries no git stamp (go test does not stamp one), so
-// Matching cannot prove a fixture built here is its own source and says so
-// without building anything.
-func TestMatchingRefusesAnUnstampedProgram(t *testing.T) {
-	cache := t.TempDir()
-	bin, err := Matching(context.Background(), cache)
-	if err == nil || !strings.Contains(err.Error(), "no git stamp") {
-		t.Fatalf("Matching = %q, %v; want the missing stamp named", bin, err)
+// Matching builds the fixture from the module here and accepts it when it
+// is the one this program links. A test binary's build information names
+// the module only when the go command records it; either way Matching
+// must not hand back a program it has not checked.
+func TestMatchingChecksWhatItBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
 	}
-	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
-		t.Errorf("Matching wrote %d entries into the cache without a stamp", len(entries))
+	self, _ := debug.ReadBuildInfo()
+	bin, err := Matching(context.Background(), t.TempDir())
+	if self == nil || self.Main.Path != module {
+		if err == nil || !strings.Contains(err.Error(), "not a build of") {
+			t.Fatalf("Matching = %q, %v from a program of %v; want it refused", bin, err, self)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("Matching: %v", err)
+	}
+	out, err := exec.Command(bin, "-h").Output()
+	if err != nil || string(out) != fixture.Usage() {
+		t.Errorf("the program Matching returned prints another usage (err %v)", err)
 	}
 }
