@@ -47,7 +47,7 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "report every spec as it runs")
 	noColor := fs.Bool("no-color", false, "no colors in ginkgo's output")
 	list := fs.Bool("list", false, "list the requirements and exit")
-	fixtureBin := fs.String("fixture", "", "run this mcp-fixture `binary` (go build ./fixtures/mcp-fixture) as the fixture server instead of this harness binary; .ci/stress passes a build without -race, so the race detector watches the runtime, not the test double")
+	fixtureBin := fs.String("fixture", "", "run this mcp-fixture `binary` (go build ./fixtures/mcp-fixture) as the fixture server (default: the fixture built from the checkout here when it is the one this harness links, same module, versions and knobs; otherwise this harness binary); .ci/stress passes a build without -race, so the race detector watches the runtime, not the test double")
 	var sf stressFlags
 	sf.register(fs.FlagSet)
 	eraFlag := fs.String("era", "both", "the MCP protocol eras to run: legacy, modern or both (requirements of both eras run once per era the driver speaks)")

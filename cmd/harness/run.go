@@ -56,7 +56,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	timelineDir := fs.String("timeline", "", "write a timeline of every scenario to `DIR`: NNN-slug.svg, .html and the events as .jsonl")
 	dir := fs.String("dir", "", "run the scenario files (NNN-slug.txtar) of `DIR` instead of the embedded catalog, e.g. one written by harness repro")
 	shardFlag := fs.String("shard", "", "run only shard `I/N` of the selected scenarios (sorted by name, index modulo N); merge the -json reports with harness merge-reports")
-	fixtureBin := fs.String("fixture", "", "run this mcp-fixture `binary` (go build ./fixtures/mcp-fixture) as the scenarios' mcp-fixture instead of this harness binary; .ci/stress passes a build without -race")
+	fixtureBin := fs.String("fixture", "", "run this mcp-fixture `binary` (go build ./fixtures/mcp-fixture) as the scenarios' mcp-fixture (default: the fixture built from the checkout here when it is the one this harness links, same module, versions and knobs; otherwise this harness binary); .ci/stress passes a build without -race")
 	if code := fs.parse(args); code >= 0 {
 		return code
 	}
