@@ -1,7 +1,7 @@
 package driver
 
-// The tool call methods (tool.call, tool.cancel) and the mapping of a
-// call's outcome onto a call_result line.
+// The tool.call method and the mapping of a call's outcome onto a
+// call_result line (Conn answers tool.cancel).
 
 import (
 	"context"
@@ -14,60 +14,32 @@ import (
 	"github.com/mcplife/mcplife/runtime/host"
 )
 
-func (d *driver) toolCall(ctx context.Context, params json.RawMessage) (any, func(), error) {
-	var p ToolCallParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, nil, err
-	}
-	switch {
-	case p.CallID == "":
-		return nil, nil, rerr(CodeBadRequest, "callId is required")
-	case p.Tool == "":
-		return nil, nil, rerr(CodeBadRequest, "tool is required")
-	case p.TimeoutMs != nil && *p.TimeoutMs < 0:
-		return nil, nil, rerr(CodeBadRequest, "timeoutMs must be >= 0")
-	}
+// toolCall accepts a call in an open session; Conn runs the CallFunc after
+// the accepted response.
+func (d *driver) toolCall(ctx context.Context, p *ToolCallParams) (CallFunc, error) {
 	args := map[string]any{}
 	if len(p.Arguments) > 0 {
 		if err := json.Unmarshal(p.Arguments, &args); err != nil || args == nil {
-			return nil, nil, rerr(CodeBadRequest, "arguments must be a JSON object")
+			return nil, rerr(CodeBadRequest, "arguments must be a JSON object")
 		}
 	}
 	_, sess, err := d.session(p.Session)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cctx, cancel := context.WithCancelCause(d.base)
-	cctx = host.WithCallID(cctx, p.CallID)
-	if p.TimeoutMs != nil {
-		cctx = host.WithCallTimeout(cctx, ms(*p.TimeoutMs))
-	}
-	entry := &callEntry{cancel: cancel}
-	d.mu.Lock()
-	if _, dup := d.calls[p.CallID]; dup {
-		d.mu.Unlock()
-		cancel(nil)
-		return nil, nil, rerr(CodeDuplicateID, "callId %q was used before", p.CallID)
-	}
-	d.calls[p.CallID] = entry
-	d.mu.Unlock()
-	after := func() {
-		d.goRun(func() {
-			defer cancel(nil)
-			res, err := sess.CallTool(cctx, p.Tool, args)
-			line := callResultLine(p.CallID, p.Tool, res, err)
-			d.mu.Lock()
-			entry.done = true
-			d.mu.Unlock()
-			d.flushEvents()
-			d.out.write(line)
-		})
-	}
-	return AcceptedResult{Accepted: true}, after, nil
+	return func(ctx context.Context) (CallOutcome, error) {
+		ctx = host.WithCallID(ctx, p.CallID)
+		if p.TimeoutMs != nil {
+			ctx = host.WithCallTimeout(ctx, ms(*p.TimeoutMs))
+		}
+		res, err := sess.CallTool(ctx, p.Tool, args)
+		return callOutcome(res, err)
+	}, nil
 }
 
-// callResultLine maps a host call outcome onto the protocol.
-func callResultLine(callID, tool string, r bridge.Result, err error) CallResultLine {
+// callOutcome maps a host call outcome onto the protocol; Conn marks a
+// failed call isError, and an aborted one aborted without text.
+func callOutcome(r bridge.Result, err error) (CallOutcome, error) {
 	out := CallOutcome{
 		Text:          r.Text,
 		IsError:       r.IsError,
@@ -75,36 +47,25 @@ func callResultLine(callID, tool string, r bridge.Result, err error) CallResultL
 		Code:          r.Code,
 		Truncated:     r.Truncated,
 		OriginalChars: r.OriginalChars,
-		Signals:       nonNil(slices.Clone(r.Signals)),
+		Signals:       slices.Clone(r.Signals),
 		Server:        r.Server,
 		Tool:          r.Tool,
 	}
-	if out.Tool == "" {
-		out.Tool = tool
-	}
-	line := CallResultLine{Type: TypeCallResult, CallID: callID, Result: out}
 	if err == nil {
-		return line
-	}
-	code := outcomeCode(err)
-	line.Result.IsError = true
-	if code == OutcomeAborted {
-		line.Result.Aborted = true
-		line.Result.Text = ""
+		return out, nil
 	}
 	var se *host.ServerError
-	if line.Result.Code == "" && errors.As(err, &se) {
-		line.Result.Code = se.Code
+	if out.Code == "" && errors.As(err, &se) {
+		out.Code = se.Code
 	}
-	line.Error = &RemoteError{Code: string(code), Message: err.Error()}
-	return line
+	return out, Errorf(outcomeCode(err), "%s", err.Error())
 }
 
 // outcomeCode classifies a call or acquire failure.
 func outcomeCode(err error) OutcomeCode {
 	var se *host.ServerError
 	coded := errors.As(err, &se)
-	if errors.Is(err, host.ErrAborted) || errors.Is(err, errCancelled) ||
+	if errors.Is(err, host.ErrAborted) || errors.Is(err, ErrCancelled) ||
 		(!coded && errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)) {
 		return OutcomeAborted
 	}
@@ -136,25 +97,4 @@ func outcomeCode(err error) OutcomeCode {
 		return OutcomeServerFailed
 	}
 	return OutcomeFailed
-}
-
-func (d *driver) toolCancel(ctx context.Context, params json.RawMessage) (any, func(), error) {
-	var p CancelParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, nil, err
-	}
-	if _, err := d.runtime(); err != nil {
-		return nil, nil, err
-	}
-	d.mu.Lock()
-	entry, ok := d.calls[p.CallID]
-	running := ok && !entry.done
-	d.mu.Unlock()
-	if !ok {
-		return nil, nil, rerr(CodeUnknownID, "no tool call %q", p.CallID)
-	}
-	if running {
-		entry.cancel(errCancelled)
-	}
-	return CancelResult{Running: running}, nil, nil
 }

@@ -1,72 +1,41 @@
 package driver
 
-// The clock methods: clock.advance, clock.now and clock.pending.
+// The clock methods clock.advance and clock.pending (capability
+// virtual-clock); Conn answers clock.now from driver.now, and answers both
+// of these "unsupported" after a start with the real clock.
 
 import (
 	"context"
-	"encoding/json"
-	"math"
 	"time"
 
 	"github.com/mcplife/mcplife/internal/clocktest"
-	"github.com/mcplife/mcplife/runtime/clock"
 )
 
-func (d *driver) clockState() (clock.Clock, *clocktest.Fake, time.Time, error) {
+func (d *driver) fakeClock() (*clocktest.Fake, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.rt == nil {
-		return nil, nil, time.Time{}, rerr(CodeNotStarted, "start has not succeeded")
+		return nil, rerr(CodeNotStarted, "start has not succeeded")
 	}
-	return d.clk, d.fake, d.origin, nil
+	if d.fake == nil {
+		return nil, rerr(CodeUnsupported, "the clock is %q", ClockReal)
+	}
+	return d.fake, nil
 }
 
-func (d *driver) clockAdvance(ctx context.Context, params json.RawMessage) (any, func(), error) {
-	var p AdvanceParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, nil, err
-	}
-	if p.Ms < 0 {
-		return nil, nil, rerr(CodeBadRequest, "ms must be >= 0")
-	}
-	clk, fake, origin, err := d.clockState()
+func (d *driver) clockAdvance(ctx context.Context, by time.Duration) error {
+	fake, err := d.fakeClock()
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	if fake == nil {
-		return nil, nil, rerr(CodeUnsupported, "clock.advance needs start with clock %q", ClockVirtual)
-	}
-	fake.Advance(ms(p.Ms))
-	return ClockResult{NowMs: clk.Since(origin).Milliseconds()}, nil, nil
+	fake.Advance(by)
+	return nil
 }
 
-func (d *driver) clockNow(ctx context.Context, params json.RawMessage) (any, func(), error) {
-	if err := decodeParams(params, &Empty{}); err != nil {
-		return nil, nil, err
-	}
-	clk, _, origin, err := d.clockState()
+func (d *driver) clockPending(ctx context.Context) ([]time.Duration, error) {
+	fake, err := d.fakeClock()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return ClockResult{NowMs: clk.Since(origin).Milliseconds()}, nil, nil
-}
-
-func (d *driver) clockPending(ctx context.Context, params json.RawMessage) (any, func(), error) {
-	if err := decodeParams(params, &Empty{}); err != nil {
-		return nil, nil, err
-	}
-	_, fake, _, err := d.clockState()
-	if err != nil {
-		return nil, nil, err
-	}
-	if fake == nil {
-		return nil, nil, rerr(CodeUnsupported, "clock.pending needs start with clock %q", ClockVirtual)
-	}
-	pending := fake.Pending()
-	out := PendingResult{TimersMs: make([]int64, len(pending))}
-	for i, p := range pending {
-		// Rounded up, so advancing by the value fires the timer.
-		out.TimersMs[i] = int64(math.Ceil(float64(max(p, 0)) / float64(time.Millisecond)))
-	}
-	return out, nil, nil
+	return fake.Pending(), nil
 }

@@ -181,3 +181,39 @@ func TestStatusAsDocumented(t *testing.T) {
 		t.Errorf("status with two sessions holding a private server = %+v, want one entry with refs 1", list)
 	}
 }
+
+// TestGoDriverSample checks that the Go driver shown in section 14 of
+// docs/DRIVER.md is, verbatim, the driver of ExampleConn in
+// example_test.go, which runs it and checks its output.
+func TestGoDriverSample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/DRIVER.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := bytes.Cut(doc, []byte("\n## 14. The Go side\n"))
+	if !ok {
+		t.Fatal("docs/DRIVER.md has no section 14. The Go side")
+	}
+	sec, _, _ := bytes.Cut(rest, []byte("\n## 15."))
+	const begin, end = "<!-- BEGIN EXAMPLE: conformance/driver/example_test.go -->\n```go\n", "```\n<!-- END EXAMPLE -->"
+	_, after, ok := bytes.Cut(sec, []byte(begin))
+	if !ok {
+		t.Fatalf("section 14 has no %q", begin)
+	}
+	sample, _, ok := bytes.Cut(after, []byte(end))
+	if !ok {
+		t.Fatalf("section 14 has no %q", end)
+	}
+	example, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"type echoDriver struct", "driver.Handlers{", "func (d *echoDriver) call("} {
+		if !bytes.Contains(sample, []byte(want)) {
+			t.Errorf("the sample of section 14 has no %q", want)
+		}
+	}
+	if !bytes.Contains(example, sample) {
+		t.Errorf("the sample of section 14 of docs/DRIVER.md is not the driver of ExampleConn in example_test.go; copy it from there:\n%s", sample)
+	}
+}

@@ -1,12 +1,15 @@
 package driver_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -201,4 +204,158 @@ func ExampleValidator_Validate() {
 	// good: true
 	// bad: false
 	// unknown_session: no open session of that name
+}
+
+// echoDriver is a whole Go driver, for a toy implementation: one server,
+// "demo", whose tool "echo" answers with its text. A real driver calls its
+// MCP client where this one answers by itself, and emits the events of
+// what the client did. Everything else — reading and parsing requests,
+// refusing bad params, error precedence, unsupported capabilities, the
+// bookkeeping of calls, tool.cancel, the order of lines, shutdown — is
+// driver.Conn's.
+type echoDriver struct {
+	conn     *driver.Conn
+	mu       sync.Mutex
+	sessions map[string]bool
+}
+
+func (d *echoDriver) handlers() driver.Handlers {
+	return driver.Handlers{
+		Implementation: driver.Implementation{Name: "echo-client", Version: "0.1.0"},
+		Eras:           []driver.Era{driver.EraLegacy},
+		Start:          func(context.Context, *driver.StartParams) error { return nil },
+		SessionOpen:    d.open,
+		SessionClose:   d.close,
+		ToolsList:      d.tools,
+		ToolCall:       d.call,
+	}
+}
+
+func (d *echoDriver) open(_ context.Context, p *driver.SessionParams) (driver.StartReport, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sessions[p.Session] {
+		return driver.StartReport{}, driver.Errorf(driver.CodeSessionExists, "session %q is open", p.Session)
+	}
+	d.sessions[p.Session] = true
+	d.conn.Emit(event.SessionOpened, "", p.Session, nil)
+	return driver.StartReport{Ready: []string{"demo"}}, nil
+}
+
+func (d *echoDriver) session(name string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.sessions[name] {
+		return driver.Errorf(driver.CodeUnknownSession, "no open session %q", name)
+	}
+	return nil
+}
+
+func (d *echoDriver) close(_ context.Context, p *driver.SessionParams) error {
+	if err := d.session(p.Session); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	delete(d.sessions, p.Session)
+	d.mu.Unlock()
+	d.conn.Emit(event.SessionClosed, "", p.Session, nil)
+	return nil
+}
+
+func (d *echoDriver) tools(_ context.Context, p *driver.SessionParams) ([]driver.Tool, error) {
+	if err := d.session(p.Session); err != nil {
+		return nil, err
+	}
+	return []driver.Tool{{Name: "mcp_demo_echo", Server: "demo", Tool: "echo", RequiresApproval: true}}, nil
+}
+
+// call accepts a call; Conn answers {"accepted": true}, then runs the
+// returned function and writes its call_result after its events.
+func (d *echoDriver) call(_ context.Context, p *driver.ToolCallParams) (driver.CallFunc, error) {
+	if err := d.session(p.Session); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (driver.CallOutcome, error) {
+		if p.Tool != "mcp_demo_echo" {
+			return driver.CallOutcome{}, driver.Errorf(driver.OutcomeUnknownTool, "no tool %q", p.Tool)
+		}
+		d.conn.Emit(event.ToolCallStarted, "demo", p.Session, map[string]any{"call": p.CallID, "tool": p.Tool})
+		var args struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(p.Arguments, &args)
+		text := "echo: " + args.Text
+		d.conn.Emit(event.ToolCallFinished, "demo", p.Session, map[string]any{"call": p.CallID, "tool": p.Tool, "outcome": "ok", "code": ""})
+		return driver.CallOutcome{Text: text, OriginalChars: len(text), Server: "demo"}, nil
+	}, nil
+}
+
+// A driver written in Go is its Handlers served by a Conn; its main is
+//
+//	conn := driver.NewConn(os.Stdout, nil)
+//	err := conn.Serve(ctx, os.Stdin, (&echoDriver{conn: conn, sessions: map[string]bool{}}).handlers())
+//
+// Here a harness talks to it over pipes, one request at a time, and prints
+// what the driver writes (events as their seq and kind: at_ms is real time).
+func ExampleConn() {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	conn := driver.NewConn(outW, nil)
+	d := &echoDriver{conn: conn, sessions: map[string]bool{}}
+	served := make(chan error, 1)
+	go func() {
+		served <- conn.Serve(context.Background(), inR, d.handlers())
+		outW.Close()
+	}()
+
+	lines := bufio.NewScanner(outR)
+	// ask writes a request and prints the driver's lines up to the one of
+	// type last (the response, or the call_result of a call).
+	ask := func(request, last string) {
+		fmt.Fprintln(inW, request)
+		for lines.Scan() {
+			var l struct {
+				Type  string       `json:"type"`
+				Event *event.Event `json:"event"`
+			}
+			if err := json.Unmarshal(lines.Bytes(), &l); err != nil {
+				log.Fatal(err)
+			}
+			if l.Event != nil {
+				fmt.Println("event", l.Event.Seq, l.Event.Kind)
+			} else {
+				fmt.Println(lines.Text())
+			}
+			if l.Type == last {
+				return
+			}
+		}
+	}
+	ask(`{"id":1,"method":"hello","params":{"protocol":"mcplife-driver/2"}}`, "response")
+	ask(`{"id":2,"method":"tools.list","params":{"session":"s1"}}`, "response")
+	ask(`{"id":3,"method":"start","params":{"clock":"real"}}`, "response")
+	ask(`{"id":4,"method":"session.open","params":{"session":"s1"}}`, "response")
+	ask(`{"id":5,"method":"tool.call","params":{"session":"s1","callId":"c1","tool":"mcp_demo_echo","arguments":{"text":"hi"}}}`, "call_result")
+	ask(`{"id":6,"method":"tool.call","params":{"session":"s1","callId":"c1","tool":"mcp_demo_echo"}}`, "response")
+	ask(`{"id":7,"method":"tool.cancel","params":{"callId":"c1","force":true}}`, "response")
+	ask(`{"id":8,"method":"status"}`, "response")
+	ask(`{"id":9,"method":"shutdown"}`, "response")
+	inW.Close()
+	if err := <-served; err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// {"type":"response","id":1,"result":{"protocol":"mcplife-driver/2","implementation":{"name":"echo-client","version":"0.1.0"},"capabilities":[],"profiles":[],"eras":["legacy"]}}
+	// {"type":"response","id":2,"error":{"code":"not_started","message":"start has not succeeded"}}
+	// {"type":"response","id":3,"result":{}}
+	// event 1 session.opened
+	// {"type":"response","id":4,"result":{"report":{"ready":["demo"],"failed":[],"deferred":[],"late":[],"errors":{},"elapsedMs":0}}}
+	// {"type":"response","id":5,"result":{"accepted":true}}
+	// event 2 tool.call_started
+	// event 3 tool.call_finished
+	// {"type":"call_result","callId":"c1","result":{"text":"echo: hi","isError":false,"aborted":false,"code":"","truncated":false,"originalChars":8,"signals":[],"server":"demo","tool":"mcp_demo_echo"}}
+	// {"type":"response","id":6,"error":{"code":"duplicate_id","message":"callId \"c1\" was used before"}}
+	// {"type":"response","id":7,"error":{"code":"bad_request","message":"params: unexpected additional properties [\"force\"]"}}
+	// {"type":"response","id":8,"error":{"code":"unsupported","message":"status needs capability \"status\", which this driver does not announce"}}
+	// {"type":"response","id":9,"result":{}}
 }

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 )
 
 // Environment variables that make the test binary play another role.
@@ -48,7 +48,9 @@ func TestMain(m *testing.M) {
 	case os.Getenv(envFixture) == "1":
 		os.Exit(fixture.Main())
 	}
-	goleak.VerifyTestMain(m)
+	// goleak (goroutines, such as those of Conn and Serve) plus a check
+	// that no process outlives the tests.
+	proctest.Main(m)
 }
 
 type echoArgs struct {

@@ -10,26 +10,59 @@ import (
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
-// lineWriter serializes the lines of every goroutine.
+// lineWriter serializes the lines of every goroutine. It numbers the
+// events written with writeEvent; the reference driver's forwarder writes
+// events its recorder numbered with write.
 type lineWriter struct {
 	mu  sync.Mutex
 	w   io.Writer
-	err error
+	err error // the first write error; nothing is written after it
+	seq uint64
 }
 
-func (o *lineWriter) write(v any) {
+// encode returns v as one JSON line.
+func encode(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		// Every line type marshals; this is a bug in the driver.
-		panic(fmt.Sprintf("driver: marshal %T: %v", v, err))
+		return nil, fmt.Errorf("driver: encoding a %T line: %w", v, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// write writes v as one line.
+func (o *lineWriter) write(v any) error {
+	b, err := encode(v)
+	if err != nil {
+		return err
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.err == nil {
-		_, o.err = o.w.Write(buf.Bytes())
+	return o.writeLocked(b)
+}
+
+// writeEvent writes e as an event line numbered with the next seq; a line
+// that cannot be encoded uses no seq.
+func (o *lineWriter) writeEvent(e event.Event) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e.Seq = o.seq + 1
+	b, err := encode(EventLine{Type: TypeEvent, Event: e})
+	if err != nil {
+		return err
 	}
+	o.seq = e.Seq
+	return o.writeLocked(b)
+}
+
+func (o *lineWriter) writeLocked(b []byte) error {
+	if o.err == nil {
+		if _, err := o.w.Write(b); err != nil {
+			o.err = fmt.Errorf("driver: writing a line: %w", err)
+		}
+	}
+	return o.err
 }
 
 // forwarder writes the recorder's events in seq order.
@@ -74,7 +107,9 @@ func (f *forwarder) run() {
 }
 
 func (f *forwarder) write(e event.Event) {
-	f.out.write(EventLine{Type: TypeEvent, Event: e})
+	// An event line always encodes; a write error stays in the writer,
+	// and the next response logs it.
+	_ = f.out.write(EventLine{Type: TypeEvent, Event: e})
 	f.mu.Lock()
 	f.sent = e.Seq
 	close(f.changed)

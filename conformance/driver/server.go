@@ -1,11 +1,7 @@
 package driver
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"runtime/debug"
@@ -54,7 +50,8 @@ type ServeOptions struct {
 
 // Serve runs the reference driver: it reads requests from in and writes
 // response, event, call_result and acquire_result lines to out, with the
-// reference runtime (runtime/host) behind them.
+// reference runtime (runtime/host) behind them. It is a Conn serving the
+// reference driver's Handlers, so the protocol's rules are Conn's.
 //
 // Serve returns after a shutdown request has been answered (nil), when in
 // reaches EOF (nil), or when ctx is done (ctx's error). In every case it
@@ -63,96 +60,31 @@ type ServeOptions struct {
 // that closing in (if it is an io.Closer) does not interrupt, such as a
 // blocking stdin, that read's goroutine ends only when the read returns.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) error {
-	d := newDriver(ctx, opts, out)
-	type read struct {
-		line []byte
-		err  error
-	}
-	// The reader reads one line per request on next, so that it is idle,
-	// not blocked in a read, when Serve returns after shutdown or EOF.
-	next := make(chan struct{})
-	lines := make(chan read, 1)
-	go func() {
-		r := bufio.NewReaderSize(in, 64<<10)
-		for range next {
-			line, err := r.ReadBytes('\n')
-			lines <- read{line, err}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	defer close(next)
-	for {
-		next <- struct{}{}
-		var rd read
-		select {
-		case rd = <-lines:
-		case <-ctx.Done():
-			if c, ok := in.(io.Closer); ok {
-				_ = c.Close()
-			}
-			d.teardown()
-			return ctx.Err()
-		}
-		if len(bytes.TrimSpace(rd.line)) > 0 {
-			if d.dispatch(rd.line) {
-				return nil
-			}
-		}
-		if rd.err != nil {
-			d.teardown()
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(rd.err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("driver: reading requests: %w", rd.err)
-		}
-	}
+	d := newDriver(opts)
+	c := NewConn(out, &ConnOptions{Logger: d.log, ShutdownTimeout: d.opts.ShutdownTimeout})
+	d.conn = c
+	c.flushHook = d.flushEvents
+	c.finishHook = d.stopEvents
+	return c.Serve(ctx, in, d.handlers())
 }
 
-// driver is the state of one Serve.
+// driver is the state of one Serve: the reference runtime and what the
+// protocol names in it.
 type driver struct {
 	opts ServeOptions
 	log  *slog.Logger
-	out  *lineWriter
-	caps map[Capability]bool
-
-	root       context.Context // Serve's ctx
-	base       context.Context // ends at teardown: aborts calls, acquires, requests
-	cancelBase context.CancelFunc
-	wg         sync.WaitGroup
+	conn *Conn
 
 	mu       sync.Mutex
-	closing  bool
-	starting bool
 	rt       *host.Runtime
 	clk      clock.Clock
 	fake     *clocktest.Fake // nil with the real clock
 	origin   time.Time
 	fwd      *forwarder
 	sessions map[string]*host.Session // nil value: opening
-	calls    map[string]*callEntry
-	acquires map[string]*acquireEntry
 }
 
-type callEntry struct {
-	cancel context.CancelCauseFunc
-	done   bool
-}
-
-type acquireEntry struct {
-	cancel  context.CancelCauseFunc
-	release func()
-	done    bool
-}
-
-// errCancelled is the cause of a call or acquire cancelled by the harness.
-var errCancelled = errors.New("cancelled by the harness")
-
-func newDriver(ctx context.Context, opts ServeOptions, out io.Writer) *driver {
+func newDriver(opts ServeOptions) *driver {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -177,21 +109,11 @@ func newDriver(ctx context.Context, opts ServeOptions, out io.Writer) *driver {
 			opts.Eras = append(opts.Eras, e.Name)
 		}
 	}
-	d := &driver{
+	return &driver{
 		opts:     opts,
 		log:      opts.Logger,
-		out:      &lineWriter{w: out},
-		caps:     map[Capability]bool{},
-		root:     ctx,
 		sessions: map[string]*host.Session{},
-		calls:    map[string]*callEntry{},
-		acquires: map[string]*acquireEntry{},
 	}
-	for _, c := range opts.Capabilities {
-		d.caps[c] = true
-	}
-	d.base, d.cancelBase = context.WithCancel(ctx)
-	return d
 }
 
 func moduleVersion() string {
@@ -201,16 +123,8 @@ func moduleVersion() string {
 	return "devel"
 }
 
-// goRun runs f in a goroutine that teardown waits for.
-func (d *driver) goRun(f func()) {
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		f()
-	}()
-}
-
-// runtime returns the runtime, or not_started.
+// runtime returns the runtime, or not_started (which Conn answers before
+// calling a handler; this is a safety net).
 func (d *driver) runtime() (*host.Runtime, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -220,54 +134,31 @@ func (d *driver) runtime() (*host.Runtime, error) {
 	return d.rt, nil
 }
 
-// teardown cancels everything in flight, closes the runtime and waits for
-// every goroutine; the remaining events are written.
-func (d *driver) teardown() {
-	d.mu.Lock()
-	if d.closing {
-		d.mu.Unlock()
-		return
-	}
-	d.closing = true
-	d.mu.Unlock()
-	d.cancelBase()
-
-	// In-flight requests, calls and acquires end on the cancelled context;
-	// the runtime's Close below unblocks anything that does not.
-	done := make(chan struct{})
-	go func() {
-		d.wg.Wait()
-		close(done)
-	}()
-	timer := time.NewTimer(d.opts.ShutdownTimeout)
-	select {
-	case <-done:
-	case <-timer.C:
-		d.log.Warn("requests still running at shutdown; closing the runtime under them")
-	}
-	timer.Stop()
-
+// shutdown closes the runtime (Handlers.Shutdown): Conn has cancelled
+// and waited for what was in flight and released held acquires.
+func (d *driver) shutdown(ctx context.Context) {
 	d.mu.Lock()
 	rt := d.rt
-	var releases []func()
-	for _, a := range d.acquires {
-		if a.release != nil {
-			releases = append(releases, a.release)
-			a.release = nil
-		}
-	}
 	d.mu.Unlock()
-	for _, r := range releases {
-		r()
-	}
 	if rt != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(d.root), d.opts.ShutdownTimeout)
 		if err := rt.Close(ctx); err != nil {
 			d.log.Warn("closing the runtime", "error", err)
 		}
-		cancel()
 	}
-	<-done
+}
+
+// flushEvents waits until every event emitted so far has been written.
+func (d *driver) flushEvents() {
+	d.mu.Lock()
+	f := d.fwd
+	d.mu.Unlock()
+	if f != nil {
+		f.flush()
+	}
+}
+
+// stopEvents writes the remaining events and ends the forwarder.
+func (d *driver) stopEvents() {
 	d.mu.Lock()
 	f := d.fwd
 	d.mu.Unlock()

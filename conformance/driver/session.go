@@ -3,7 +3,6 @@ package driver
 // The session methods: session.open, session.close and tools.list.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -28,22 +27,15 @@ func (d *driver) session(name string) (*host.Runtime, *host.Session, error) {
 	return rt, sess, nil
 }
 
-func (d *driver) sessionOpen(ctx context.Context, params json.RawMessage) (any, func(), error) {
-	var p SessionParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, nil, err
-	}
-	if p.Session == "" {
-		return nil, nil, rerr(CodeBadRequest, "session is required")
-	}
+func (d *driver) sessionOpen(ctx context.Context, p *SessionParams) (StartReport, error) {
 	rt, err := d.runtime()
 	if err != nil {
-		return nil, nil, err
+		return StartReport{}, err
 	}
 	d.mu.Lock()
 	if _, ok := d.sessions[p.Session]; ok {
 		d.mu.Unlock()
-		return nil, nil, rerr(CodeSessionExists, "session %q is open or opening", p.Session)
+		return StartReport{}, rerr(CodeSessionExists, "session %q is open or opening", p.Session)
 	}
 	d.sessions[p.Session] = nil
 	d.mu.Unlock()
@@ -52,7 +44,7 @@ func (d *driver) sessionOpen(ctx context.Context, params json.RawMessage) (any, 
 	if err != nil {
 		delete(d.sessions, p.Session)
 		d.mu.Unlock()
-		return nil, nil, rerr(CodeFailed, "session.open: %v", err)
+		return StartReport{}, rerr(CodeFailed, "session.open: %v", err)
 	}
 	d.sessions[p.Session] = sess
 	d.mu.Unlock()
@@ -70,7 +62,7 @@ func (d *driver) sessionOpen(ctx context.Context, params json.RawMessage) (any, 
 			out.Errors[name] = e.Error()
 		}
 	}
-	return SessionOpenResult{Report: out}, nil, nil
+	return out, nil
 }
 
 func nonNil(s []string) []string {
@@ -80,39 +72,33 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func (d *driver) sessionClose(ctx context.Context, params json.RawMessage) (any, func(), error) {
-	var p SessionParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, nil, err
-	}
+func (d *driver) sessionClose(ctx context.Context, p *SessionParams) error {
 	_, sess, err := d.session(p.Session)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	d.mu.Lock()
 	delete(d.sessions, p.Session)
 	d.mu.Unlock()
 	sess.Close(ctx)
-	return Empty{}, nil, nil
+	return nil
 }
 
-func (d *driver) toolsList(ctx context.Context, params json.RawMessage) (any, func(), error) {
-	var p SessionParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, nil, err
-	}
+// toolsList lists the session's tools; Conn sends a tool without a schema
+// with {"type":"object"}.
+func (d *driver) toolsList(ctx context.Context, p *SessionParams) ([]Tool, error) {
 	_, sess, err := d.session(p.Session)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	tools := sess.Tools()
-	out := ToolsListResult{Tools: make([]Tool, 0, len(tools))}
+	out := make([]Tool, 0, len(tools))
 	for _, t := range tools {
-		schema, err := json.Marshal(t.InputSchema)
-		if err != nil || t.InputSchema == nil || bytes.Equal(schema, []byte("null")) {
-			schema = json.RawMessage(`{"type":"object"}`)
+		var schema json.RawMessage
+		if t.InputSchema != nil {
+			schema, _ = json.Marshal(t.InputSchema)
 		}
-		out.Tools = append(out.Tools, Tool{
+		out = append(out, Tool{
 			Name:             t.Name,
 			Server:           t.Server,
 			Tool:             t.MCPName,
@@ -122,5 +108,5 @@ func (d *driver) toolsList(ctx context.Context, params json.RawMessage) (any, fu
 			InputSchema:      schema,
 		})
 	}
-	return out, nil, nil
+	return out, nil
 }

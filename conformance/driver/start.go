@@ -3,9 +3,7 @@ package driver
 // The start method: building the runtime's options from start's params.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/mcplife/mcplife/internal/clocktest"
@@ -16,40 +14,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func (d *driver) start(ctx context.Context, params json.RawMessage) (any, func(), error) {
-	var p StartParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, nil, err
-	}
-	var clk clock.Clock
+// start creates the runtime. Conn has checked the params against the
+// schema (the clock, configFiles, inline servers, option ranges), that a
+// virtual clock is announced, and that no start succeeded before.
+func (d *driver) start(ctx context.Context, p *StartParams) error {
+	var clk clock.Clock = clock.Real{}
 	var fake *clocktest.Fake
-	switch p.Clock {
-	case ClockVirtual:
-		if !d.caps[CapVirtualClock] {
-			return nil, nil, rerr(CodeUnsupported, "clock %q needs capability %q", p.Clock, CapVirtualClock)
-		}
+	if p.Clock == ClockVirtual {
 		fake = clocktest.New()
 		clk = fake
-	case ClockReal:
-		clk = clock.Real{}
-	default:
-		return nil, nil, rerr(CodeBadRequest, "clock must be %q or %q, not %q", ClockVirtual, ClockReal, p.Clock)
 	}
 	files := make([]config.File, 0, len(p.ConfigFiles))
-	for i, f := range p.ConfigFiles {
-		if f.Path == "" {
-			return nil, nil, rerr(CodeBadRequest, "configFiles[%d]: path is required", i)
-		}
-		level := config.Level(f.Level)
-		if level != config.LevelProject && level != config.LevelUser {
-			return nil, nil, rerr(CodeBadRequest, "configFiles[%d]: level must be \"project\" or \"user\", not %q", i, f.Level)
-		}
-		files = append(files, config.File{Path: f.Path, Level: level, Provider: f.Provider})
-	}
-	for name, raw := range p.Inline {
-		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
-			return nil, nil, rerr(CodeBadRequest, "inline[%q]: a server must be a JSON object", name)
-		}
+	for _, f := range p.ConfigFiles {
+		files = append(files, config.File{Path: f.Path, Level: config.Level(f.Level), Provider: f.Provider})
 	}
 	hopts := host.Options{
 		Clock:  clk,
@@ -75,34 +52,23 @@ func (d *driver) start(ctx context.Context, params json.RawMessage) (any, func()
 			return v, ok
 		}
 	}
-	if err := applyOptions(p.Options, &hopts); err != nil {
-		return nil, nil, err
-	}
-
-	d.mu.Lock()
-	if d.rt != nil || d.starting {
-		d.mu.Unlock()
-		return nil, nil, rerr(CodeAlreadyStarted, "start was already called")
-	}
-	d.starting = true
-	d.mu.Unlock()
+	applyOptions(p.Options, &hopts)
 
 	origin := clk.Now()
 	rec := event.NewRecorder(event.RecorderOptions{Clock: clk, Logger: d.log})
 	hopts.Events = rec
-	fail := func(err error) (any, func(), error) {
+	fail := func(err error) error {
 		d.mu.Lock()
-		d.starting = false
 		f := d.fwd
 		d.fwd = nil
 		d.mu.Unlock()
 		if f != nil {
 			f.stop()
 		}
-		return nil, nil, err
+		return err
 	}
 	if d.opts.Configure != nil {
-		if err := d.opts.Configure(&p, &hopts); err != nil {
+		if err := d.opts.Configure(p, &hopts); err != nil {
 			return fail(rerr(CodeFailed, "configure: %v", err))
 		}
 	}
@@ -111,7 +77,7 @@ func (d *driver) start(ctx context.Context, params json.RawMessage) (any, func()
 	}
 	// Events emitted while the runtime is created (config diagnostics) are
 	// written before the response.
-	f := newForwarder(hopts.Events, d.out)
+	f := newForwarder(hopts.Events, d.conn.out)
 	d.mu.Lock()
 	d.fwd = f
 	d.mu.Unlock()
@@ -120,10 +86,9 @@ func (d *driver) start(ctx context.Context, params json.RawMessage) (any, func()
 		return fail(rerr(CodeFailed, "start: %v", err))
 	}
 	d.mu.Lock()
-	d.starting = false
 	d.rt, d.clk, d.fake, d.origin = rt, clk, fake, origin
 	d.mu.Unlock()
-	return Empty{}, nil, nil
+	return nil
 }
 
 func copyEnv(m map[string]string) map[string]string {
@@ -136,50 +101,11 @@ func copyEnv(m map[string]string) map[string]string {
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 
-// applyOptions maps start's options onto host.Options.
-func applyOptions(o *StartOptions, h *host.Options) error {
+// applyOptions maps start's options onto host.Options; their ranges were
+// checked against the schema.
+func applyOptions(o *StartOptions, h *host.Options) {
 	if o == nil {
-		return nil
-	}
-	nonNeg := func(name string, v *int64) error {
-		if v != nil && *v < 0 {
-			return rerr(CodeBadRequest, "options.%s must be >= 0", name)
-		}
-		return nil
-	}
-	positive := func(name string, v *int64) error {
-		if v != nil && *v <= 0 {
-			return rerr(CodeBadRequest, "options.%s must be > 0", name)
-		}
-		return nil
-	}
-	for _, c := range []struct {
-		name string
-		v    *int64
-		pos  bool
-	}{
-		{"startupGateMs", o.StartupGateMs, false},
-		{"toolTimeoutMs", o.ToolTimeoutMs, false},
-		{"probeTimeoutMs", o.ProbeTimeoutMs, true},
-		{"unregisterGraceMs", o.UnregisterGraceMs, false},
-		{"stabilityWindowMs", o.StabilityWindowMs, true},
-		{"acquireTimeoutMs", o.AcquireTimeoutMs, true},
-		{"idleTimeoutMs", o.IdleTimeoutMs, false},
-		{"restartWaitMs", o.RestartWaitMs, false},
-	} {
-		check := nonNeg
-		if c.pos {
-			check = positive
-		}
-		if err := check(c.name, c.v); err != nil {
-			return err
-		}
-	}
-	if o.ConnectConcurrency != nil && *o.ConnectConcurrency <= 0 {
-		return rerr(CodeBadRequest, "options.connectConcurrency must be > 0")
-	}
-	if o.MaxResultChars != nil && *o.MaxResultChars <= 0 {
-		return rerr(CodeBadRequest, "options.maxResultChars must be > 0")
+		return
 	}
 	// The host treats zero as "default" and a negative value as "none" for
 	// these; the protocol's 0 means "none".
@@ -225,7 +151,6 @@ func applyOptions(o *StartOptions, h *host.Options) error {
 	if o.MaxResultChars != nil {
 		h.MaxResultChars = *o.MaxResultChars
 	}
-	return nil
 }
 
 // driverSampling is the reference driver's sampling callback (capability

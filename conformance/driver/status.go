@@ -4,22 +4,18 @@ package driver
 
 import (
 	"context"
-	"encoding/json"
 )
 
-func (d *driver) status(ctx context.Context, params json.RawMessage) (any, func(), error) {
-	if err := decodeParams(params, &Empty{}); err != nil {
-		return nil, nil, err
-	}
+func (d *driver) status(ctx context.Context) ([]ServerStatus, error) {
 	rt, err := d.runtime()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	d.mu.Lock()
 	origin := d.origin
 	d.mu.Unlock()
 	list := rt.Status()
-	out := StatusResult{Servers: make([]ServerStatus, 0, len(list))}
+	out := make([]ServerStatus, 0, len(list))
 	for _, s := range list {
 		st := ServerStatus{
 			Name:            s.Name,
@@ -43,39 +39,32 @@ func (d *driver) status(ctx context.Context, params json.RawMessage) (any, func(
 			at := max(s.ConnectedSince.Sub(origin).Milliseconds(), 0)
 			st.ConnectedAtMs = &at
 		}
-		out.Servers = append(out.Servers, st)
+		out = append(out, st)
 	}
-	return out, nil, nil
+	return out, nil
 }
 
-func (d *driver) reload(ctx context.Context, params json.RawMessage) (any, func(), error) {
-	if err := decodeParams(params, &Empty{}); err != nil {
-		return nil, nil, err
-	}
+func (d *driver) reload(ctx context.Context) error {
 	rt, err := d.runtime()
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	if err := rt.Reload(ctx); err != nil {
-		return nil, nil, rerr(CodeFailed, "reload: %v", err)
+		return rerr(CodeFailed, "reload: %v", err)
 	}
-	return Empty{}, nil, nil
+	return nil
 }
 
-func (d *driver) serverDisconnect(ctx context.Context, params json.RawMessage) (any, func(), error) {
-	var p ServerParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, nil, err
-	}
+func (d *driver) serverDisconnect(ctx context.Context, p *ServerParams) error {
 	rt, err := d.runtime()
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	if !configured(rt, p.Server) {
-		return nil, nil, rerr(CodeUnknownServer, "no enabled server %q", p.Server)
+		return rerr(CodeUnknownServer, "no enabled server %q", p.Server)
 	}
 	if err := rt.DisconnectServer(ctx, p.Server); err != nil {
-		return nil, nil, rerr(CodeFailed, "server.disconnect: %v", err)
+		return rerr(CodeFailed, "server.disconnect: %v", err)
 	}
-	return Empty{}, nil, nil
+	return nil
 }
