@@ -85,12 +85,9 @@ type entry struct {
 }
 
 // loadConfig reads the servers of a start request, reporting config.*
-// events through w.
-func loadConfig(p *driver.StartParams, w *wire) ([]*serverDef, []invalidDef) {
-	lookup := os.LookupEnv
-	if p.Env != nil {
-		lookup = func(k string) (string, bool) { v, ok := p.Env[k]; return v, ok }
-	}
+// events through conn. ${VAR} expands from start.env (p.LookupEnv).
+func loadConfig(p *driver.StartParams, conn *driver.Conn) ([]*serverDef, []invalidDef) {
+	lookup := p.LookupEnv
 	var entries []entry
 	names := make([]string, 0, len(p.Inline))
 	for name := range p.Inline {
@@ -108,7 +105,7 @@ func loadConfig(p *driver.StartParams, w *wire) ([]*serverDef, []invalidDef) {
 		src := driver.Source{File: f.Path, Level: f.Level, Provider: provider}
 		data, err := os.ReadFile(f.Path)
 		if err != nil {
-			w.event(event.ConfigError, "", "", map[string]any{"file": f.Path, "line": int64(0), "column": int64(0), "field": "", "message": err.Error()})
+			conn.Emit(event.ConfigError, "", "", map[string]any{"file": f.Path, "line": int64(0), "column": int64(0), "field": "", "message": err.Error()})
 			continue
 		}
 		var doc struct {
@@ -116,7 +113,7 @@ func loadConfig(p *driver.StartParams, w *wire) ([]*serverDef, []invalidDef) {
 			Servers    json.RawMessage `json:"servers"`
 		}
 		if err := json.Unmarshal(data, &doc); err != nil {
-			w.event(event.ConfigError, "", "", map[string]any{"file": f.Path, "line": int64(0), "column": int64(0), "field": "", "message": err.Error()})
+			conn.Emit(event.ConfigError, "", "", map[string]any{"file": f.Path, "line": int64(0), "column": int64(0), "field": "", "message": err.Error()})
 			continue
 		}
 		raw := doc.MCPServers
@@ -125,10 +122,10 @@ func loadConfig(p *driver.StartParams, w *wire) ([]*serverDef, []invalidDef) {
 		}
 		servers, err := orderedObject(raw)
 		if err != nil {
-			w.event(event.ConfigError, "", "", map[string]any{"file": f.Path, "line": int64(0), "column": int64(0), "field": "mcpServers", "message": err.Error()})
+			conn.Emit(event.ConfigError, "", "", map[string]any{"file": f.Path, "line": int64(0), "column": int64(0), "field": "mcpServers", "message": err.Error()})
 			continue
 		}
-		w.event(event.ConfigLoaded, "", "", map[string]any{"file": f.Path, "provider": provider, "level": f.Level, "servers": int64(len(servers))})
+		conn.Emit(event.ConfigLoaded, "", "", map[string]any{"file": f.Path, "provider": provider, "level": f.Level, "servers": int64(len(servers))})
 		for _, e := range servers {
 			entries = append(entries, entry{e.name, e.raw, src})
 		}
@@ -138,18 +135,18 @@ func loadConfig(p *driver.StartParams, w *wire) ([]*serverDef, []invalidDef) {
 	var invalid []invalidDef
 	for _, e := range entries {
 		if winner, ok := seen[e.name]; ok {
-			w.event(event.ConfigShadowed, e.name, "", map[string]any{"file": e.source.File, "winner": winner.File})
+			conn.Emit(event.ConfigShadowed, e.name, "", map[string]any{"file": e.source.File, "winner": winner.File})
 			continue
 		}
 		seen[e.name] = e.source
 		def, ignored, field, err := validate(e, lookup)
 		if err != nil {
-			w.event(event.ConfigError, e.name, "", map[string]any{"file": e.source.File, "line": int64(0), "column": int64(0), "field": field, "message": err.Error()})
+			conn.Emit(event.ConfigError, e.name, "", map[string]any{"file": e.source.File, "line": int64(0), "column": int64(0), "field": field, "message": err.Error()})
 			invalid = append(invalid, invalidDef{Name: e.name, Error: err.Error(), Source: e.source})
 			continue
 		}
 		for _, k := range ignored {
-			w.event(event.ConfigWarning, e.name, "", map[string]any{"file": e.source.File, "line": int64(0), "column": int64(0), "field": k, "message": "field " + k + " is not supported by this driver and was ignored"})
+			conn.Emit(event.ConfigWarning, e.name, "", map[string]any{"file": e.source.File, "line": int64(0), "column": int64(0), "field": k, "message": "field " + k + " is not supported by this driver and was ignored"})
 		}
 		defs = append(defs, def)
 	}

@@ -27,134 +27,60 @@ import (
 
 // host holds the driver's state after start.
 type host struct {
-	w *wire
+	conn *driver.Conn
 	// base ends at shutdown; the servers' processes and requests live
 	// under it.
 	base   context.Context
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	started  bool
-	closing  bool
-	env      map[string]string // start.env; nil: the driver's own
+	environ  []string // the environment of stdio servers: start.env, or the driver's own
 	options  driver.StartOptions
 	servers  map[string]*server
 	invalid  []invalidDef
 	sessions map[string]bool
-	calls    map[string]*call
 }
 
-// call is one accepted tool.call.
-type call struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	// aborted is set by tool.cancel (or shutdown) before cancel runs.
-	aborted bool
-}
-
-func newHost(w *wire) *host {
+func newHost(conn *driver.Conn) *host {
 	base, cancel := context.WithCancel(context.Background())
-	return &host{w: w, base: base, cancel: cancel, servers: map[string]*server{}, sessions: map[string]bool{}, calls: map[string]*call{}}
-}
-
-func (h *host) isClosing() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.closing
-}
-
-// handle runs a method other than hello, start and shutdown: params are
-// checked before not_started (docs/DRIVER.md, "Which error wins").
-func (h *host) handle(method string, params json.RawMessage) (any, error) {
-	var p any
-	switch method {
-	case driver.MethodSessionOpen, driver.MethodSessionClose, driver.MethodToolsList:
-		p = &driver.SessionParams{}
-	case driver.MethodToolCall:
-		p = &driver.ToolCallParams{}
-	case driver.MethodToolCancel:
-		p = &driver.CancelParams{}
-	case driver.MethodStatus, driver.MethodClockNow:
-		p = &driver.Empty{}
-	default:
-		// Methods of capabilities the driver does not announce were
-		// answered unsupported before.
-		return nil, rerr(driver.CodeUnsupported, "%s is not supported", method)
-	}
-	if err := decodeParams(params, p); err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	started := h.started
-	h.mu.Unlock()
-	if !started {
-		return nil, rerr(driver.CodeNotStarted, "start has not succeeded")
-	}
-	switch method {
-	case driver.MethodSessionOpen:
-		return h.sessionOpen(p.(*driver.SessionParams))
-	case driver.MethodSessionClose:
-		return h.sessionClose(p.(*driver.SessionParams))
-	case driver.MethodToolsList:
-		return h.toolsList(p.(*driver.SessionParams))
-	case driver.MethodToolCall:
-		return h.toolCall(p.(*driver.ToolCallParams))
-	case driver.MethodToolCancel:
-		return h.toolCancel(p.(*driver.CancelParams))
-	case driver.MethodStatus:
-		return h.status(), nil
-	default: // clock.now
-		return driver.ClockResult{NowMs: h.w.now().Milliseconds()}, nil
-	}
+	return &host{conn: conn, base: base, cancel: cancel, servers: map[string]*server{}, sessions: map[string]bool{}}
 }
 
 // start reads the configuration; config problems are events, never errors.
-func (h *host) start(params json.RawMessage) (any, error) {
-	var p driver.StartParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, err
-	}
+// (driver.Conn refused a virtual clock, which the driver does not announce:
+// mcp-go's timers cannot be injected.)
+func (h *host) start(_ context.Context, p *driver.StartParams) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.started {
-		return nil, rerr(driver.CodeAlreadyStarted, "start was already called")
-	}
-	if p.Clock != driver.ClockReal {
-		return nil, rerr(driver.CodeUnsupported, "clock %q: this driver runs on the real clock only (mcp-go's timers cannot be injected)", p.Clock)
-	}
 	if p.Options != nil {
 		h.options = *p.Options
 	}
-	h.env = p.Env
-	defs, invalid := loadConfig(&p, h.w)
+	h.environ = p.Environ()
+	defs, invalid := loadConfig(p, h.conn)
 	for _, d := range defs {
 		h.servers[d.Name] = &server{h: h, def: d, state: "disconnected", stderr: &tail{}}
 		if !d.Enabled {
 			h.servers[d.Name].state = "disabled"
-			h.w.event(event.ServerDisabled, d.Name, "", map[string]any{"file": d.Source.File})
+			h.conn.Emit(event.ServerDisabled, d.Name, "", map[string]any{"file": d.Source.File})
 		}
 	}
 	h.invalid = invalid
-	h.started = true
-	return driver.Empty{}, nil
+	return nil
 }
 
 // sessionOpen connects every enabled server not connected yet, in parallel,
 // and reports them once each settled (no startup gate).
-func (h *host) sessionOpen(p *driver.SessionParams) (any, error) {
-	if p.Session == "" {
-		return nil, rerr(driver.CodeBadRequest, "session must be a non-empty string")
-	}
+func (h *host) sessionOpen(_ context.Context, p *driver.SessionParams) (driver.StartReport, error) {
 	h.mu.Lock()
 	if h.sessions[p.Session] {
 		h.mu.Unlock()
-		return nil, rerr(driver.CodeSessionExists, "session %q is open", p.Session)
+		return driver.StartReport{}, driver.Errorf(driver.CodeSessionExists, "session %q is open", p.Session)
 	}
 	h.sessions[p.Session] = true
 	servers := h.sortedServers()
 	h.mu.Unlock()
-	t0 := h.w.now()
-	h.w.event(event.SessionOpened, "", p.Session, nil)
+	t0 := h.conn.Now()
+	h.conn.Emit(event.SessionOpened, "", p.Session, nil)
 	var wg sync.WaitGroup
 	for _, s := range servers {
 		if !s.def.Enabled {
@@ -163,7 +89,7 @@ func (h *host) sessionOpen(p *driver.SessionParams) (any, error) {
 		wg.Go(func() { s.ensureConnected(p.Session) })
 	}
 	wg.Wait()
-	rep := driver.StartReport{Ready: []string{}, Failed: []string{}, Deferred: []string{}, Late: []string{}, Errors: map[string]string{}}
+	rep := driver.StartReport{Errors: map[string]string{}}
 	for _, s := range servers {
 		if !s.def.Enabled {
 			continue
@@ -181,8 +107,8 @@ func (h *host) sessionOpen(p *driver.SessionParams) (any, error) {
 		rep.Errors[bad.Name] = bad.Error
 	}
 	sort.Strings(rep.Failed)
-	rep.ElapsedMs = (h.w.now() - t0).Milliseconds()
-	return driver.SessionOpenResult{Report: rep}, nil
+	rep.ElapsedMs = (h.conn.Now() - t0).Milliseconds()
+	return rep, nil
 }
 
 // sortedServers returns the configured servers by name; h.mu is held.
@@ -195,16 +121,16 @@ func (h *host) sortedServers() []*server {
 	return out
 }
 
-func (h *host) sessionClose(p *driver.SessionParams) (any, error) {
+func (h *host) sessionClose(_ context.Context, p *driver.SessionParams) error {
 	h.mu.Lock()
 	if !h.sessions[p.Session] {
 		h.mu.Unlock()
-		return nil, rerr(driver.CodeUnknownSession, "no open session %q", p.Session)
+		return driver.Errorf(driver.CodeUnknownSession, "no open session %q", p.Session)
 	}
 	delete(h.sessions, p.Session)
 	h.mu.Unlock()
-	h.w.event(event.SessionClosed, "", p.Session, nil)
-	return driver.Empty{}, nil
+	h.conn.Emit(event.SessionClosed, "", p.Session, nil)
+	return nil
 }
 
 // exposedTools returns the tools of every connected server, sorted by
@@ -221,59 +147,36 @@ func (h *host) exposedTools() []driver.Tool {
 	return out
 }
 
-func (h *host) toolsList(p *driver.SessionParams) (any, error) {
+func (h *host) toolsList(_ context.Context, p *driver.SessionParams) ([]driver.Tool, error) {
 	h.mu.Lock()
 	open := h.sessions[p.Session]
 	h.mu.Unlock()
 	if !open {
-		return nil, rerr(driver.CodeUnknownSession, "no open session %q", p.Session)
+		return nil, driver.Errorf(driver.CodeUnknownSession, "no open session %q", p.Session)
 	}
-	tools := h.exposedTools()
-	if tools == nil {
-		tools = []driver.Tool{}
-	}
-	return driver.ToolsListResult{Tools: tools}, nil
+	return h.exposedTools(), nil
 }
 
-// toolCall accepts the call and runs it; its outcome is a call_result line.
-func (h *host) toolCall(p *driver.ToolCallParams) (any, error) {
-	if p.CallID == "" || p.Tool == "" {
-		return nil, rerr(driver.CodeBadRequest, "callId and tool must be non-empty strings")
-	}
-	if p.TimeoutMs != nil && *p.TimeoutMs < 0 {
-		return nil, rerr(driver.CodeBadRequest, "timeoutMs must be >= 0")
-	}
+// toolCall accepts a call in an open session; driver.Conn runs it after
+// the accepted response and writes its call_result.
+func (h *host) toolCall(_ context.Context, p *driver.ToolCallParams) (driver.CallFunc, error) {
 	h.mu.Lock()
-	if !h.sessions[p.Session] {
-		h.mu.Unlock()
-		return nil, rerr(driver.CodeUnknownSession, "no open session %q", p.Session)
-	}
-	if _, dup := h.calls[p.CallID]; dup {
-		h.mu.Unlock()
-		return nil, rerr(driver.CodeDuplicateID, "callId %q was used before", p.CallID)
-	}
-	ctx, cancel := context.WithCancel(h.base)
-	c := &call{cancel: cancel, done: make(chan struct{})}
-	h.calls[p.CallID] = c
+	open := h.sessions[p.Session]
 	h.mu.Unlock()
-	// The accepted response is written before the call starts: the goroutine
-	// waits for it.
-	accepted := make(chan struct{})
-	go func() {
-		defer close(c.done)
-		defer cancel()
-		<-accepted
-		h.w.write(h.runCall(ctx, c, p))
-	}()
-	defer close(accepted)
-	return driver.AcceptedResult{Accepted: true}, nil
+	if !open {
+		return nil, driver.Errorf(driver.CodeUnknownSession, "no open session %q", p.Session)
+	}
+	return func(ctx context.Context) (driver.CallOutcome, error) { return h.runCall(ctx, p) }, nil
 }
 
-// runCall calls the tool through mcp-go and builds its call_result line.
-func (h *host) runCall(ctx context.Context, c *call, p *driver.ToolCallParams) driver.CallResultLine {
-	line := driver.CallResultLine{Type: driver.TypeCallResult, CallID: p.CallID}
-	out := &line.Result
-	out.Tool, out.Signals = p.Tool, []string{}
+// runCall calls the tool through mcp-go. ctx ends when the harness cancels
+// the call or the driver shuts down: the call is then aborted.
+func (h *host) runCall(ctx context.Context, p *driver.ToolCallParams) (driver.CallOutcome, error) {
+	out := driver.CallOutcome{Tool: p.Tool}
+	fail := func(code driver.OutcomeCode, msg string) (driver.CallOutcome, error) {
+		out.Code, out.Text, out.OriginalChars = string(code), msg, len([]rune(msg))
+		return out, driver.Errorf(code, "%s", msg)
+	}
 	var t *driver.Tool
 	for _, x := range h.exposedTools() {
 		if x.Name == p.Tool {
@@ -281,13 +184,8 @@ func (h *host) runCall(ctx context.Context, c *call, p *driver.ToolCallParams) d
 			break
 		}
 	}
-	fail := func(code driver.OutcomeCode, msg string) {
-		out.IsError, out.Code, out.Text, out.OriginalChars = true, string(code), msg, len([]rune(msg))
-		line.Error = &driver.RemoteError{Code: string(code), Message: msg}
-	}
 	if t == nil {
-		fail(driver.OutcomeUnknownTool, fmt.Sprintf("no tool %q in session %q", p.Tool, p.Session))
-		return line
+		return fail(driver.OutcomeUnknownTool, fmt.Sprintf("no tool %q in session %q", p.Tool, p.Session))
 	}
 	h.mu.Lock()
 	s := h.servers[t.Server]
@@ -295,8 +193,7 @@ func (h *host) runCall(ctx context.Context, c *call, p *driver.ToolCallParams) d
 	out.Server = s.def.Name
 	cl := s.current()
 	if cl == nil {
-		fail(driver.OutcomeConnectionLost, "the server is not connected")
-		return line
+		return fail(driver.OutcomeConnectionLost, "the server is not connected")
 	}
 	// The tool timeout is the host's context deadline: the call's own
 	// timeoutMs, else the server's toolTimeout, else options.toolTimeoutMs;
@@ -310,118 +207,80 @@ func (h *host) runCall(ctx context.Context, c *call, p *driver.ToolCallParams) d
 	case h.options.ToolTimeoutMs != nil:
 		timeout = *h.options.ToolTimeoutMs
 	}
+	callCtx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeout)*time.Millisecond)
+		callCtx, cancel = context.WithTimeout(ctx, time.Duration(timeout)*time.Millisecond)
 		defer cancel()
 	}
 	callName := p.Session + "-" + p.CallID
-	h.w.event(event.ToolCallStarted, s.def.Name, p.Session, map[string]any{"call": callName, "tool": t.Name})
+	h.conn.Emit(event.ToolCallStarted, s.def.Name, p.Session, map[string]any{"call": callName, "tool": t.Name})
 	finish := func(outcome string, code driver.OutcomeCode) {
-		h.w.event(event.ToolCallFinished, s.def.Name, p.Session, map[string]any{"call": callName, "tool": t.Name, "outcome": outcome, "code": string(code)})
+		h.conn.Emit(event.ToolCallFinished, s.def.Name, p.Session, map[string]any{"call": callName, "tool": t.Name, "outcome": outcome, "code": string(code)})
 	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = t.Tool
-	if len(p.Arguments) > 0 && string(p.Arguments) != "null" {
+	if len(p.Arguments) > 0 {
 		var args any
 		if err := json.Unmarshal(p.Arguments, &args); err != nil {
-			fail(driver.OutcomeFailed, fmt.Sprintf("arguments: %v", err))
 			finish("error", "")
-			return line
+			return fail(driver.OutcomeFailed, fmt.Sprintf("arguments: %v", err))
 		}
 		req.Params.Arguments = args
 	}
-	res, err := cl.CallTool(ctx, req)
-	h.mu.Lock()
-	aborted := c.aborted
-	h.mu.Unlock()
+	res, err := cl.CallTool(callCtx, req)
 	switch {
-	case aborted:
-		out.Text, out.IsError, out.Aborted, out.Code = "", true, true, string(driver.OutcomeAborted)
-		line.Error = &driver.RemoteError{Code: string(driver.OutcomeAborted), Message: "cancelled by the caller"}
+	case ctx.Err() != nil:
+		// tool.cancel or shutdown.
 		finish("aborted", "")
+		out.Code = string(driver.OutcomeAborted)
+		return out, driver.Errorf(driver.OutcomeAborted, "cancelled by the caller")
 	case err != nil && errors.Is(err, context.DeadlineExceeded):
-		h.w.event(event.ToolTimeout, s.def.Name, p.Session, map[string]any{"call": callName, "tool": t.Name, "timeout_ms": timeout})
-		fail(driver.OutcomeToolTimeout, err.Error())
+		h.conn.Emit(event.ToolTimeout, s.def.Name, p.Session, map[string]any{"call": callName, "tool": t.Name, "timeout_ms": timeout})
 		finish("error", driver.OutcomeToolTimeout)
+		return fail(driver.OutcomeToolTimeout, err.Error())
 	case err != nil && errors.Is(err, transport.ErrTransportClosed):
 		// The only sign mcp-go gives of a dead stdio connection.
 		s.lost(err)
-		fail(driver.OutcomeConnectionLost, err.Error())
 		finish("error", driver.OutcomeConnectionLost)
+		return fail(driver.OutcomeConnectionLost, err.Error())
 	case err != nil:
 		// What the agent sees is mcp-go's error message.
-		fail(driver.OutcomeFailed, err.Error())
 		finish("error", "")
-	default:
-		text := flatten(res)
-		out.Text, out.IsError, out.OriginalChars = text, res.IsError, len([]rune(text))
-		if res.IsError {
-			finish("tool_error", "")
-		} else {
-			finish("ok", "")
-		}
+		return fail(driver.OutcomeFailed, err.Error())
 	}
-	return line
+	text := flatten(res)
+	out.Text, out.IsError, out.OriginalChars = text, res.IsError, len([]rune(text))
+	if res.IsError {
+		finish("tool_error", "")
+	} else {
+		finish("ok", "")
+	}
+	return out, nil
 }
 
-func (h *host) toolCancel(p *driver.CancelParams) (any, error) {
-	h.mu.Lock()
-	c, ok := h.calls[p.CallID]
-	if !ok {
-		h.mu.Unlock()
-		return nil, rerr(driver.CodeUnknownID, "no tool call %q", p.CallID)
-	}
-	running := false
-	select {
-	case <-c.done:
-	default:
-		running = true
-		c.aborted = true
-	}
-	h.mu.Unlock()
-	if running {
-		c.cancel()
-	}
-	return driver.CancelResult{Running: running}, nil
-}
-
-// status lists every configured server by name.
-func (h *host) status() driver.StatusResult {
+// status lists every configured server; driver.Conn sorts them by name.
+func (h *host) status(context.Context) ([]driver.ServerStatus, error) {
 	h.mu.Lock()
 	servers := h.sortedServers()
 	invalid := slices.Clone(h.invalid)
 	refs := len(h.sessions)
 	h.mu.Unlock()
-	out := driver.StatusResult{Servers: []driver.ServerStatus{}}
+	var out []driver.ServerStatus
 	for _, s := range servers {
-		out.Servers = append(out.Servers, s.status(refs))
+		out = append(out, s.status(refs))
 	}
 	for _, bad := range invalid {
-		out.Servers = append(out.Servers, driver.ServerStatus{Name: bad.Name, State: "failed", Error: bad.Error, Source: bad.Source, Shared: true})
+		out = append(out, driver.ServerStatus{Name: bad.Name, State: "failed", Error: bad.Error, Source: bad.Source, Shared: true})
 	}
-	slices.SortFunc(out.Servers, func(a, b driver.ServerStatus) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return out, nil
 }
 
-// shutdown aborts the calls in flight, closes the sessions and every
-// client (mcp-go's Close), and writes runtime.closed. It runs once.
-func (h *host) shutdown() {
+// shutdown closes the sessions and every client (mcp-go's Close), and
+// writes runtime.closed. driver.Conn has aborted the calls in flight and
+// waited for them, and calls it once.
+func (h *host) shutdown(context.Context) {
 	h.mu.Lock()
-	if h.closing {
-		h.mu.Unlock()
-		return
-	}
-	h.closing = true
-	var pending []*call
-	for _, c := range h.calls {
-		select {
-		case <-c.done:
-		default:
-			c.aborted = true
-			pending = append(pending, c)
-		}
-	}
 	sessions := make([]string, 0, len(h.sessions))
 	for s := range h.sessions {
 		sessions = append(sessions, s)
@@ -429,13 +288,9 @@ func (h *host) shutdown() {
 	h.sessions = map[string]bool{}
 	servers := h.sortedServers()
 	h.mu.Unlock()
-	for _, c := range pending {
-		c.cancel()
-		<-c.done
-	}
 	sort.Strings(sessions)
 	for _, s := range sessions {
-		h.w.event(event.SessionClosed, "", s, nil)
+		h.conn.Emit(event.SessionClosed, "", s, nil)
 	}
 	var wg sync.WaitGroup
 	for _, s := range servers {
@@ -443,7 +298,7 @@ func (h *host) shutdown() {
 	}
 	wg.Wait()
 	h.cancel()
-	h.w.event(event.RuntimeClosed, "", "", nil)
+	h.conn.Emit(event.RuntimeClosed, "", "", nil)
 }
 
 // server is one configured server and its mcp-go client.
@@ -532,7 +387,7 @@ func (s *server) announce(session string) {
 	for i, t := range tools {
 		names[i] = t.Name
 	}
-	s.h.w.event(event.ToolsRegistered, s.def.Name, session, map[string]any{"tools": int64(len(tools)), "deferred": false, "names": strings.Join(names, ",")})
+	s.h.conn.Emit(event.ToolsRegistered, s.def.Name, session, map[string]any{"tools": int64(len(tools)), "deferred": false, "names": strings.Join(names, ",")})
 }
 
 // newClient builds the mcp-go client of the server's transport. For stdio
@@ -560,17 +415,12 @@ func (s *server) newClient(ctx context.Context) (*client.Client, error) {
 		env = append(env, k+"="+v)
 	}
 	sort.Strings(env)
-	base := os.Environ()
-	if s.h.env != nil {
-		base = base[:0:0]
-		for k, v := range s.h.env {
-			base = append(base, k+"="+v)
-		}
-		sort.Strings(base)
-	}
+	s.h.mu.Lock()
+	base := s.h.environ
+	s.h.mu.Unlock()
 	cmdFunc := func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 		cmd := exec.CommandContext(ctx, command, args...)
-		cmd.Env = append(base, env...)
+		cmd.Env = slices.Concat(base, env)
 		cmd.Dir = d.Cwd
 		s.mu.Lock()
 		s.cmd = cmd
@@ -591,7 +441,7 @@ func (s *server) connect() error {
 	s.mu.Lock()
 	s.state, s.err, s.pid = "connecting", "", 0
 	s.mu.Unlock()
-	s.h.w.event(event.ServerConnecting, d.Name, "", map[string]any{"transport": d.Transport, "attempt": int64(0), "timeout_ms": d.TimeoutMs})
+	s.h.conn.Emit(event.ServerConnecting, d.Name, "", map[string]any{"transport": d.Transport, "attempt": int64(0), "timeout_ms": d.TimeoutMs})
 	ctx := s.h.base
 	cl, err := s.newClient(ctx)
 	if err == nil {
@@ -609,7 +459,7 @@ func (s *server) connect() error {
 		}
 		pid := s.pid
 		s.mu.Unlock()
-		s.h.w.event(event.ProcessStarted, d.Name, "", map[string]any{"pid": int64(pid), "command": d.Command})
+		s.h.conn.Emit(event.ProcessStarted, d.Name, "", map[string]any{"pid": int64(pid), "command": d.Command})
 	}
 	var tools []mcp.Tool
 	if err == nil {
@@ -642,7 +492,7 @@ func (s *server) connect() error {
 			s.err += "; stderr: " + stderr
 		}
 		s.mu.Unlock()
-		s.h.w.event(event.ServerFailed, d.Name, "", map[string]any{"transport": d.Transport, "error": msg, "stderr": stderr})
+		s.h.conn.Emit(event.ServerFailed, d.Name, "", map[string]any{"transport": d.Transport, "error": msg, "stderr": stderr})
 		s.stop()
 		return err
 	}
@@ -660,9 +510,9 @@ func (s *server) connect() error {
 		})
 	}
 	s.mu.Lock()
-	s.state, s.tools, s.connectedAt = "connected", exposed, s.h.w.now()
+	s.state, s.tools, s.connectedAt = "connected", exposed, s.h.conn.Now()
 	s.mu.Unlock()
-	s.h.w.event(event.ServerConnected, d.Name, "", map[string]any{"transport": d.Transport, "attempt": int64(0), "tools": int64(len(exposed)), "protocol": cl.ProtocolVersion()})
+	s.h.conn.Emit(event.ServerConnected, d.Name, "", map[string]any{"transport": d.Transport, "attempt": int64(0), "tools": int64(len(exposed)), "protocol": cl.ProtocolVersion()})
 	return nil
 }
 
@@ -678,7 +528,7 @@ func (s *server) lost(err error) {
 	n := len(s.tools)
 	s.state, s.err, s.tools = "failed", err.Error(), nil
 	s.mu.Unlock()
-	s.h.w.event(event.TransportClosed, s.def.Name, "", map[string]any{"transport": s.def.Transport, "error": err.Error()})
+	s.h.conn.Emit(event.TransportClosed, s.def.Name, "", map[string]any{"transport": s.def.Transport, "error": err.Error()})
 	s.h.mu.Lock()
 	sessions := make([]string, 0, len(s.h.sessions))
 	for name := range s.h.sessions {
@@ -687,7 +537,7 @@ func (s *server) lost(err error) {
 	s.h.mu.Unlock()
 	sort.Strings(sessions)
 	for _, name := range sessions {
-		s.h.w.event(event.ToolsUnregistered, s.def.Name, name, map[string]any{"tools": int64(n), "reason": "connection lost"})
+		s.h.conn.Emit(event.ToolsUnregistered, s.def.Name, name, map[string]any{"tools": int64(n), "reason": "connection lost"})
 	}
 }
 
@@ -712,7 +562,7 @@ func (s *server) stop() {
 		return
 	}
 	if pid != 0 {
-		s.h.w.event(event.ProcessSignaled, s.def.Name, "", map[string]any{"pid": int64(pid), "step": "stdin-closed"})
+		s.h.conn.Emit(event.ProcessSignaled, s.def.Name, "", map[string]any{"pid": int64(pid), "step": "stdin-closed"})
 	}
 	if err := cl.Close(); err != nil {
 		fmt.Fprintf(os.Stderr, "[%s] close: %v\n", s.def.Name, err)
@@ -722,7 +572,7 @@ func (s *server) stop() {
 		if ps := cmd.ProcessState; ps != nil {
 			status = exitStatus(ps)
 		}
-		s.h.w.event(event.ProcessExited, s.def.Name, "", map[string]any{"pid": int64(pid), "status": status, "planned": true})
+		s.h.conn.Emit(event.ProcessExited, s.def.Name, "", map[string]any{"pid": int64(pid), "status": status, "planned": true})
 	}
 }
 
