@@ -154,7 +154,8 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 		return nil, nil, "", "", rt.connectFailed(s, failedAttempt{ctx: tctx, err: err, proc: p, stray: c.stray, remote: rc})
 	}
 	c.cs = cs
-	tools, err := s.listTools(tctx, cs)
+	tools, hint, err := s.listToolsHinted(tctx, cs)
+	c.toolsHint = hint
 	if err != nil {
 		if guessed {
 			s.unlearnProtocol(ProtocolLegacy)

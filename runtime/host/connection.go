@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/proc"
+	"github.com/mcplife/mcplife/runtime/toolcache"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -40,6 +41,9 @@ type connection struct {
 	cancel context.CancelCauseFunc
 
 	protocol string // negotiated protocol version
+	// toolsHint is the cache hint of the tools/list made at connect
+	// (cachehints.go), whatever the era; hintFor applies the era.
+	toolsHint toolcache.Hint
 
 	mu      sync.Mutex
 	planned bool

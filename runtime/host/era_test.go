@@ -13,6 +13,7 @@ import (
 	"github.com/mcplife/mcplife/internal/docsection"
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/toolcache"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -132,6 +133,10 @@ func renderEras(t *testing.T) string {
 	row("response stream ended before its answer",
 		fmt.Sprintf("resumed with `GET` and `Last-Event-ID` after the stream's `retry:` (`%s`, `%s`)", event.RemoteStreamDropped, event.RemoteStreamResumed),
 		fmt.Sprintf("no resumption: the request, tools/call included, is re-issued once as a new request with a new id (`%s`, `%s`); a second loss fails it, the connection stays", event.RemoteStreamLost, event.RemoteRequestReissued))
+	row("tool cache hints (`ttlMs`, `cacheScope` of `tools/list`; see \"The tool cache\")",
+		fmt.Sprintf("none (the era defines none): a record lives by the config hash and the cache's TTL (%d days); a live list is listed again on `tools/list_changed` and at each connect", int(toolcache.DefaultTTL.Hours()/24)),
+		fmt.Sprintf("recorded with the list, inside the config-hash rule (a changed configuration misses first): a positive `ttlMs` bounds the record (a start past it: `cache.miss reason=%s`, no deferred tools) and the live list (listed again at its first use past it: `cache.miss reason=%s`); `ttlMs` 0 sets no bound; a `%s` list is never stored (`cache.invalidated reason=%s`)",
+			toolcache.ReasonTTL, toolcache.ReasonTTL, toolcache.ScopePrivate, reasonPrivateScope))
 	return b.String()
 }
 

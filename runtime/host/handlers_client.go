@@ -68,6 +68,7 @@ func (s *server) newClient(c *connection) *mcp.Client {
 		client.AddRoots(mcpRoots(roots)...)
 	}
 	client.AddReceivingMiddleware(s.observeRequests)
+	client.AddSendingMiddleware(cacheHints) // cachehints.go: hints read, go-sdk's own list cache bypassed
 	return client
 }
 

@@ -139,12 +139,16 @@ func (s *server) refreshTools(c *connection) {
 	}
 	ctx, cancel := clock.WithTimeout(c.ctx, s.rt.clock, s.cfg.ConnectTimeout(), "tools/list")
 	defer cancel()
-	tools, err := s.listTools(ctx, c.cs)
+	tools, hint, err := s.listToolsHinted(ctx, c.cs)
 	if err != nil {
 		s.rt.log.Warn("tools refresh failed", "server", s.name, "error", err)
 		return
 	}
+	hint = hintFor(c.protocol, hint)
 	s.mu.Lock()
+	// The server answered: the list is fresh from now, also when an empty
+	// answer keeps the old tools (no refresh at every use then).
+	s.listedLocked(c, hint)
 	if s.conn != c || s.closed {
 		s.mu.Unlock()
 		return
@@ -156,7 +160,7 @@ func (s *server) refreshTools(c *connection) {
 	}
 	s.publishLocked(tools, false)
 	s.mu.Unlock()
-	s.writeCache(tools)
+	s.writeCache(tools, hint)
 }
 
 // isPowerOfTen reports whether n is 10, 100, 1000...

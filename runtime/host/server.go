@@ -13,6 +13,7 @@ import (
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/toolcache"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -67,6 +68,7 @@ type server struct {
 	progressEnded []string
 	lists         listState // handlers_lists.go
 	idleProbe     idleState // idleprobe.go: calls in flight, RetryNow
+	fresh         freshness // cachehints.go: the live list's ttlMs
 }
 
 func newServer(rt *Runtime, cfg *config.Server) (*server, error) {
@@ -245,22 +247,30 @@ func (s *server) attempt(ctx context.Context, attempt int) error {
 	s.setStateLocked(StateConnected)
 	s.cancelGraceLocked()
 	s.publishLocked(tools, false)
+	hint := hintFor(conn.protocol, conn.toolsHint)
+	s.listedLocked(conn, hint)
 	s.armStableLocked()
 	s.mu.Unlock()
 
-	s.writeCache(tools)
+	s.writeCache(tools, hint)
 	s.listAll(conn) // handlers_lists.go
 	return nil
 }
 
-func (s *server) writeCache(tools []*mcp.Tool) {
+// writeCache records tools, received with the cache hint h (of the
+// connection's era), in the tool cache. A list scoped private is never
+// stored (cachehints.go): cache.invalidated reason "private scope", whether
+// or not there was a record to remove.
+func (s *server) writeCache(tools []*mcp.Tool, h toolcache.Hint) {
 	if s.rt.cache == nil {
 		return
 	}
-	invalidated, err := s.rt.cache.Put(s.name, s.cfg.ConfigHash(), tools)
+	invalidated, err := s.rt.cache.PutHint(s.name, s.cfg.ConfigHash(), tools, h)
 	switch {
 	case err != nil:
 		s.rt.log.Warn("tool cache write failed", "server", s.name, "error", err)
+	case !h.Shareable() && len(tools) > 0:
+		s.emit(event.CacheInvalidated, event.String("reason", reasonPrivateScope))
 	case invalidated:
 		s.emit(event.CacheInvalidated, event.String("reason", "empty tool list"))
 	case len(tools) > 0:

@@ -337,11 +337,22 @@ func (sess *Session) serverTools(server string, tools []bridge.Tool) {
 	}
 }
 
-// Tools returns the session's callable tools sorted by exposed name.
+// Tools returns the session's callable tools sorted by exposed name. It is
+// a use of every server's tool list: a list that outlived its server's
+// ttlMs is listed again (cachehints.go), and replaced when the new list
+// arrives.
 func (sess *Session) Tools() []bridge.Tool {
 	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	return sess.tools.List()
+	tools := sess.tools.List()
+	servers := make([]*server, 0, len(sess.servers))
+	for _, s := range sess.servers {
+		servers = append(servers, s)
+	}
+	sess.mu.Unlock()
+	for _, s := range servers {
+		s.useTools()
+	}
+	return tools
 }
 
 // CallTool calls the tool with the exposed name and returns the result as the
@@ -369,6 +380,7 @@ func (sess *Session) CallTool(ctx context.Context, name string, args any) (bridg
 		return bridge.Result{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
 	ci := &callInfo{sess: sess, id: call, tool: name}
+	s.useTools() // cachehints.go: a stale list is listed again
 	res, err := s.callTool(ctx, tool.MCPName, args, ci)
 	opts := bridge.Options{Server: s.name, Tool: name, MCPTool: tool.MCPName, Source: tool.Source, MaxChars: s.maxResultChars()}
 	var r bridge.Result

@@ -9,6 +9,28 @@
 // it is younger than the TTL. Writes are atomic (temp file in the same
 // directory, then rename), so readers never see a partial record and
 // concurrent writers leave one complete record (the last rename wins).
+//
+// # Cache hints (MCP 2026-07-28)
+//
+// A server of the stateless revision sends cache hints with its list
+// results (SEP-2549): ttlMs, how long the list stays fresh after it was
+// received, and cacheScope, "public" or "private". PutHint records them
+// with the list, inside the config-hash rule, never instead of it:
+//
+//   - a positive ttlMs is stored with the record ("ttlMs", next to a
+//     "savedAt" of millisecond precision) and bounds it: once ttlMs has
+//     passed on the clock the record is a miss with reason "ttl", even
+//     within the TTL. The config hash is checked first, so a changed
+//     configuration misses (config-changed) whatever the hint says;
+//   - a ttlMs of 0 (or none: every SDK sends 0 by default, and the
+//     legacy era has no hints) sets no bound of the server's: the record
+//     lives by the config hash and the TTL alone, as before hints existed;
+//   - a list scoped "private" (or with a scope this package does not
+//     know) is never stored: the cache is keyed on the unresolved
+//     configuration, blind to the credentials a connection used, so it
+//     cannot keep authorization contexts apart, and the revision forbids
+//     sharing a private result across them. PutHint removes the server's
+//     record instead, as for an empty list.
 package toolcache
 
 import (
@@ -44,7 +66,33 @@ const (
 	ReasonVersion       = "version"
 	ReasonConfigChanged = "config-changed"
 	ReasonCorrupt       = "corrupt"
+	// ReasonTTL: the record is older than the ttlMs its server sent with
+	// the list (a cache hint of the 2026-07-28 revision).
+	ReasonTTL = "ttl"
 )
+
+// The cacheScope values of the 2026-07-28 revision.
+const (
+	ScopePublic  = "public"
+	ScopePrivate = "private"
+)
+
+// Hint is the cache hint a server sent with a list result (MCP 2026-07-28,
+// SEP-2549). The zero Hint is no hint: the legacy era, or a server that
+// sent ttlMs 0 and scope public.
+type Hint struct {
+	// TTL is the server's ttlMs: the list stays fresh this long after it
+	// was received. Zero (or negative) sets no bound of the server's.
+	TTL time.Duration
+	// Scope is the cacheScope as the server sent it: ScopePublic,
+	// ScopePrivate, or "" when it sent none.
+	Scope string
+}
+
+// Shareable reports whether the list may be kept in a cache shared across
+// authorization contexts: its scope is public or absent (the schema's
+// default). A private scope, or one this package does not know, is not.
+func (h Hint) Shareable() bool { return h.Scope == "" || h.Scope == ScopePublic }
 
 // Lookup tells how Get went.
 type Lookup struct {
@@ -55,6 +103,9 @@ type Lookup struct {
 	Reason string
 	// SavedAt is when the record was written, when it could be read.
 	SavedAt time.Time
+	// TTL is the ttlMs the server sent with the recorded list (zero when
+	// none), when the record could be read.
+	TTL time.Duration
 }
 
 // Corrupt reports whether the miss was caused by an unreadable record, which
@@ -110,13 +161,17 @@ func fileName(server string) string {
 	return b.String() + "-" + hex.EncodeToString(sum[:8]) + ".json"
 }
 
-// record is the on-disk form.
+// record is the on-disk form. TTLMs and CacheScope are the server's cache
+// hint (absent when it sent none); a record of version 1 without them is
+// read as before hints existed.
 type record struct {
 	Version    int         `json:"version"`
 	Server     string      `json:"server"`
 	ConfigHash string      `json:"configHash"`
 	Tools      []*mcp.Tool `json:"tools"`
 	SavedAt    string      `json:"savedAt"`
+	TTLMs      int64       `json:"ttlMs,omitempty"`
+	CacheScope string      `json:"cacheScope,omitempty"`
 }
 
 // storedRecord is record as read, its tools decoded only once the record is
@@ -127,6 +182,8 @@ type storedRecord struct {
 	ConfigHash string          `json:"configHash"`
 	Tools      json.RawMessage `json:"tools"`
 	SavedAt    string          `json:"savedAt"`
+	TTLMs      int64           `json:"ttlMs"`
+	CacheScope string          `json:"cacheScope"`
 }
 
 func (c *Cache) ttl() time.Duration {
@@ -137,8 +194,10 @@ func (c *Cache) ttl() time.Duration {
 }
 
 // Get returns the cached tools of server if its record is usable for
-// configHash. Every failure is a miss whose Lookup.Reason says why; Get
-// never returns an error and never modifies the directory.
+// configHash: the config hash matches, the record is younger than the TTL
+// and, when its server sent a positive ttlMs, younger than that too. Every
+// failure is a miss whose Lookup.Reason says why; Get never returns an
+// error and never modifies the directory.
 func (c *Cache) Get(server, configHash string) ([]*mcp.Tool, Lookup) {
 	p := c.Path(server)
 	corrupt := func(format string, args ...any) ([]*mcp.Tool, Lookup) {
@@ -183,12 +242,28 @@ func (c *Cache) Get(server, configHash string) ([]*mcp.Tool, Lookup) {
 	if err != nil {
 		return corrupt("savedAt: %v", err)
 	}
+	if rec.TTLMs < 0 {
+		return corrupt("ttlMs %d", rec.TTLMs)
+	}
+	if !(Hint{Scope: rec.CacheScope}).Shareable() {
+		// Never written by Put: a private list is not stored.
+		return corrupt("cacheScope %q", rec.CacheScope)
+	}
+	hintTTL := time.Duration(rec.TTLMs) * time.Millisecond
+	// The config hash decides first: a changed configuration misses
+	// whatever the server's hint says.
 	if rec.ConfigHash != configHash {
-		return nil, Lookup{Reason: ReasonConfigChanged, SavedAt: savedAt}
+		return nil, Lookup{Reason: ReasonConfigChanged, SavedAt: savedAt, TTL: hintTTL}
 	}
 	// A record from the future (clock moved back) is still bounded by TTL.
-	if age := c.clock.Since(savedAt); age > c.ttl() || -age > c.ttl() {
-		return nil, Lookup{Reason: ReasonExpired, SavedAt: savedAt}
+	age := c.clock.Since(savedAt)
+	if age > c.ttl() || -age > c.ttl() {
+		return nil, Lookup{Reason: ReasonExpired, SavedAt: savedAt, TTL: hintTTL}
+	}
+	// The server's ttlMs: fresh for that long after the list was received
+	// (stale from that instant on), bounded the same way in the past.
+	if hintTTL > 0 && (age >= hintTTL || -age >= hintTTL) {
+		return nil, Lookup{Reason: ReasonTTL, SavedAt: savedAt, TTL: hintTTL}
 	}
 	var tools []*mcp.Tool
 	if err := json.Unmarshal(rec.Tools, &tools); err != nil {
@@ -202,7 +277,7 @@ func (c *Cache) Get(server, configHash string) ([]*mcp.Tool, Lookup) {
 			return corrupt("tool %d has no name", i)
 		}
 	}
-	return tools, Lookup{Hit: true, SavedAt: savedAt}
+	return tools, Lookup{Hit: true, SavedAt: savedAt, TTL: hintTTL}
 }
 
 // Put stores tools as server's record for configHash, stamped with the
@@ -212,6 +287,16 @@ func (c *Cache) Get(server, configHash string) ([]*mcp.Tool, Lookup) {
 // missing. A server name or config hash that is not valid UTF-8 is refused
 // (JSON could not record it exactly, so the record would never match).
 func (c *Cache) Put(server, configHash string, tools []*mcp.Tool) (invalidated bool, err error) {
+	return c.PutHint(server, configHash, tools, Hint{})
+}
+
+// PutHint is Put of a list that came with the cache hint h, stored with the
+// record; the stamp is the clock's time, taken as the time the list was
+// received (call it right after). A list h does not let a shared cache
+// keep (Hint.Shareable: a private scope) is never stored: like an empty
+// list, it removes an existing record, and invalidated reports whether
+// there was one.
+func (c *Cache) PutHint(server, configHash string, tools []*mcp.Tool, h Hint) (invalidated bool, err error) {
 	if !utf8.ValidString(server) || !utf8.ValidString(configHash) {
 		return false, fmt.Errorf("toolcache: record %s: server name or config hash is not valid UTF-8", c.Path(server))
 	}
@@ -221,7 +306,7 @@ func (c *Cache) Put(server, configHash string, tools []*mcp.Tool) (invalidated b
 			kept = append(kept, t)
 		}
 	}
-	if len(kept) == 0 {
+	if len(kept) == 0 || !h.Shareable() {
 		return c.remove(server)
 	}
 	p := c.Path(server)
@@ -230,7 +315,11 @@ func (c *Cache) Put(server, configHash string, tools []*mcp.Tool) (invalidated b
 		Server:     server,
 		ConfigHash: configHash,
 		Tools:      kept,
-		SavedAt:    c.clock.Now().UTC().Format(time.RFC3339),
+		// Milliseconds, so that a ttlMs is measured from when the list
+		// arrived, not from the start of its second.
+		SavedAt:    c.clock.Now().UTC().Format(savedAtLayout),
+		TTLMs:      max(h.TTL.Milliseconds(), 0),
+		CacheScope: h.Scope,
 	})
 	if err != nil {
 		return false, fmt.Errorf("toolcache: encode record %s: %w", p, err)
@@ -240,6 +329,9 @@ func (c *Cache) Put(server, configHash string, tools []*mcp.Tool) (invalidated b
 	}
 	return false, nil
 }
+
+// savedAtLayout is RFC 3339 with the milliseconds, when there are any.
+const savedAtLayout = "2006-01-02T15:04:05.999Z07:00"
 
 // Invalidate removes server's record; a missing record is not an error.
 func (c *Cache) Invalidate(server string) error {

@@ -30,6 +30,11 @@ var recordSeeds = []string{
 	`{"version":1,"server":"s","configHash":"x","tools":[{"name":"t"}],"savedAt":"2026-01-01T00:00:00Z"}`,
 	`{"version":1,"server":"s","configHash":"h","tools":[{"name":"t"}],"savedAt":"1999-01-01T00:00:00Z"}`,
 	`{"version":1,"server":"s","configHash":"h","tools":[{"name":"t","inputSchema":{"type":"object","properties":{"a":{"$ref":"#"}}}}],"savedAt":"2026-01-01T00:00:00+05:00"}`,
+	`{"version":1,"server":"s","configHash":"h","tools":[{"name":"t"}],"savedAt":"2026-01-01T23:59:59.999Z","ttlMs":1}`,
+	`{"version":1,"server":"s","configHash":"h","tools":[{"name":"t"}],"savedAt":"2026-01-01T23:59:00Z","ttlMs":60000,"cacheScope":"public"}`,
+	`{"version":1,"server":"s","configHash":"h","tools":[{"name":"t"}],"savedAt":"2026-01-01T00:00:00Z","ttlMs":-5}`,
+	`{"version":1,"server":"s","configHash":"h","tools":[{"name":"t"}],"savedAt":"2026-01-01T00:00:00Z","cacheScope":"private"}`,
+	`{"version":1,"server":"s","configHash":"h","tools":[{"name":"t"}],"savedAt":"2026-01-01T00:00:00Z","ttlMs":"x"}`,
 	`null`,
 	`[]`,
 	``,
@@ -41,9 +46,9 @@ var fuzzNow = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 // FuzzGet reads an arbitrary record file: Get never panics and never
 // changes the file; it returns either a miss whose reason is one of the
 // documented ones (a corrupt record's naming the file) and no tools, or a hit
-// with at least one named tool, SavedAt within the TTL, only when the
-// record's version, server and config hash match; a hit's tools survive a
-// Put and Get unchanged.
+// with at least one named tool, SavedAt within the TTL and within the
+// server's ttlMs, only when the record's version, server and config hash
+// match; a hit's tools survive a Put and Get unchanged.
 func FuzzGet(f *testing.F) {
 	for _, s := range recordSeeds {
 		f.Add([]byte(s), "s", "h")
@@ -69,7 +74,7 @@ func FuzzGet(f *testing.F) {
 				t.Fatalf("miss %q returned tools", l.Reason)
 			}
 			switch {
-			case l.Reason == ReasonVersion, l.Reason == ReasonConfigChanged, l.Reason == ReasonExpired:
+			case l.Reason == ReasonVersion, l.Reason == ReasonConfigChanged, l.Reason == ReasonExpired, l.Reason == ReasonTTL:
 			case l.Corrupt() && strings.Contains(l.Reason, p):
 			default:
 				t.Fatalf("miss reason %q", l.Reason)
@@ -86,6 +91,9 @@ func FuzzGet(f *testing.F) {
 		}
 		if l.Reason != "" || len(tools) == 0 || fuzzNow.Sub(l.SavedAt).Abs() > DefaultTTL {
 			t.Fatalf("hit %+v with %d tools", l, len(tools))
+		}
+		if l.TTL < 0 || (l.TTL > 0 && fuzzNow.Sub(l.SavedAt).Abs() >= l.TTL) {
+			t.Fatalf("hit %+v past the server's ttlMs", l)
 		}
 		for _, tl := range tools {
 			if tl == nil || tl.Name == "" {

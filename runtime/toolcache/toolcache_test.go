@@ -227,6 +227,76 @@ func TestMisses(t *testing.T) {
 			hash:    "h", reason: "corrupt: ",
 		},
 		{
+			name: "ttl hint: 1 ms before ttlMs passed is a hit",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				putHint(t, c, "h", Hint{TTL: time.Minute, Scope: ScopePublic})
+				clk.Advance(time.Minute - time.Millisecond)
+			},
+			hash: "h", hit: true,
+		},
+		{
+			name: "ttl hint: stale once ttlMs passed",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				putHint(t, c, "h", Hint{TTL: time.Minute})
+				clk.Advance(time.Minute)
+			},
+			hash: "h", reason: ReasonTTL,
+		},
+		{
+			name: "ttl hint: measured in milliseconds from a stamp inside a second",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				clk.Advance(900 * time.Millisecond)
+				putHint(t, c, "h", Hint{TTL: 200 * time.Millisecond})
+				clk.Advance(199 * time.Millisecond)
+			},
+			hash: "h", hit: true,
+		},
+		{
+			name: "ttl hint: a config change misses whatever the hint says",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				putHint(t, c, "old", Hint{TTL: time.Hour, Scope: ScopePublic})
+			},
+			hash: "new", reason: ReasonConfigChanged,
+		},
+		{
+			name: "ttl hint: longer than the TTL, the TTL still bounds",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				c.TTL = time.Hour
+				putHint(t, c, "h", Hint{TTL: 48 * time.Hour})
+				clk.Advance(61 * time.Minute)
+			},
+			hash: "h", reason: ReasonExpired,
+		},
+		{
+			name: "ttl hint: a record from the future is bounded by it too",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				writeRecord(t, c, map[string]any{"savedAt": clk.Now().Add(time.Minute).Format(time.RFC3339), "ttlMs": 60000})
+			},
+			hash: "h", reason: ReasonTTL,
+		},
+		{
+			name: "ttlMs 0 sets no bound (today's rule)",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				putHint(t, c, "h", Hint{TTL: 0, Scope: ScopePublic})
+				clk.Advance(29 * 24 * time.Hour)
+			},
+			hash: "h", hit: true,
+		},
+		{
+			name: "negative ttlMs",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				writeRecord(t, c, map[string]any{"ttlMs": -1})
+			},
+			hash: "h", reason: "corrupt: ",
+		},
+		{
+			name: "private record (never written)",
+			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
+				writeRecord(t, c, map[string]any{"cacheScope": "private"})
+			},
+			hash: "h", reason: "corrupt: ",
+		},
+		{
 			name: "record of another server",
 			prepare: func(t *testing.T, c *Cache, clk *clocktest.Fake) {
 				writeRecord(t, c, map[string]any{"server": "other"})
@@ -272,6 +342,77 @@ func put(t *testing.T, c *Cache, hash string) {
 	if _, err := c.Put("srv", hash, sampleTools()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func putHint(t *testing.T, c *Cache, hash string, h Hint) {
+	t.Helper()
+	if _, err := c.PutHint("srv", hash, sampleTools(), h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHintRecorded: a hinted list's record carries ttlMs and cacheScope
+// and a millisecond stamp, and Get reports the hint's TTL; a list without
+// a hint leaves both fields out, as records were before hints existed.
+func TestHintRecorded(t *testing.T) {
+	c, clk := newCache(t)
+	clk.Advance(1500 * time.Millisecond)
+	if _, err := c.PutHint("srv", "h", sampleTools(), Hint{TTL: 5 * time.Second, Scope: ScopePublic}); err != nil {
+		t.Fatal(err)
+	}
+	rec := readRecord(t, c)
+	if rec["ttlMs"] != float64(5000) || rec["cacheScope"] != "public" || rec["savedAt"] != "2026-01-01T00:00:01.5Z" {
+		t.Errorf("record = %v", rec)
+	}
+	if _, l := c.Get("srv", "h"); !l.Hit || l.TTL != 5*time.Second || !l.SavedAt.Equal(clk.Now()) {
+		t.Errorf("Lookup = %+v", l)
+	}
+	if _, err := c.Put("srv", "h", sampleTools()); err != nil {
+		t.Fatal(err)
+	}
+	rec = readRecord(t, c)
+	if _, ok := rec["ttlMs"]; ok {
+		t.Errorf("an unhinted record has ttlMs: %v", rec)
+	}
+	if _, ok := rec["cacheScope"]; ok {
+		t.Errorf("an unhinted record has cacheScope: %v", rec)
+	}
+}
+
+// TestPrivateNeverStored: a list scoped private (or with an unknown scope)
+// is never written, and it removes the record a public list left.
+func TestPrivateNeverStored(t *testing.T) {
+	for _, scope := range []string{ScopePrivate, "per-user"} {
+		c, _ := newCache(t)
+		inv, err := c.PutHint("srv", "h", sampleTools(), Hint{TTL: time.Hour, Scope: scope})
+		if err != nil || inv {
+			t.Fatalf("%s on an empty cache: %v, %v", scope, inv, err)
+		}
+		if _, err := os.Stat(c.Path("srv")); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s list stored: %v", scope, err)
+		}
+		putHint(t, c, "h", Hint{Scope: ScopePublic})
+		inv, err = c.PutHint("srv", "h", sampleTools(), Hint{Scope: scope})
+		if err != nil || !inv {
+			t.Fatalf("%s over a public record: %v, %v", scope, inv, err)
+		}
+		if _, l := c.Get("srv", "h"); l.Reason != ReasonAbsent {
+			t.Fatalf("after a %s list: %+v", scope, l)
+		}
+	}
+}
+
+func readRecord(t *testing.T, c *Cache) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(c.Path("srv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
 
 // writeRecord writes a valid record for "srv" with hash "h", overridden by
