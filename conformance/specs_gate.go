@@ -273,6 +273,61 @@ var _ = Spec(Requirement{
 	h.AwaitJournal("fx", "tools-list", 2)
 })
 
+var _ = Spec(Requirement{
+	ID: "GATE-CACHE-004", Level: Should, Profile: driver.ProfileStartupGate, Area: "cache", Timing: true, Eras: Modern,
+	Statement: "An implementation SHOULD treat a tool list that came with a positive ttlMs (2026-07-28) as stale once ttlMs has passed on its clock: a connected server's tools are listed again at their first use from then on, not before, and the list's tool cache record gives no deferred tools at a later start.",
+	Source:    Source{"MCP 2026-07-28", "If ttlMs is positive, the client SHOULD consider the result fresh for that many milliseconds after receiving the response ... Once the TTL expires, the response is stale and the client SHOULD re-fetch on next access (server/utilities/caching, SEP-2549)"},
+}, func(h *H) {
+	const ttl = 60000
+	srv := h.Fixture("fx", Knobs{"MCP_FIXTURE_INIT_WAIT_FILE": "${FX_WAIT}", "MCP_FIXTURE_TOOLS_TTL_MS": fmt.Sprint(ttl)})
+	released, release := h.InitHold("warm")
+	release()
+	h.Start(Setup{Servers: map[string]Server{"fx": srv}, Env: map[string]string{"FX_WAIT": released}, Cache: true})
+	h.Open("main")
+	h.Await(Ev(event.CacheWritten, "fx"))
+	first := h.AwaitJournal("fx", "tools-list", 1).Last("tools-list")
+	h.Verify(Journal, first.Int("ttlMs") == ttl, "the server sent its tools with ttlMs 60000", "tools-list %v", first.Fields)
+
+	// A use 1 ms before ttlMs has passed; bound: the answer of a call made
+	// after it.
+	h.Advance(ttl - 1)
+	h.Tools("main")
+	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "fresh"})
+	h.Verify(Journal, !r.Result.IsError && h.Journal("fx").Count("tools-list") == 1, "no tools/list at a use 1 ms before ttlMs passed",
+		"%d tools-list entries, call %+v", h.Journal("fx").Count("tools-list"), r.Result)
+
+	// The first use once it has passed lists the tools again, once.
+	h.Advance(1)
+	h.Tools("main")
+	h.AwaitJournal("fx", "tools-list", 2)
+	h.EventuallySeen("the refreshed list recorded in the tool cache", func() bool { return h.Count(Ev(event.CacheWritten, "fx")) == 2 },
+		func() string { return fmt.Sprintf("%d cache.written", h.Count(Ev(event.CacheWritten, "fx"))) })
+	h.Tools("main")
+	r = h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "fresh again"})
+	h.Verify(Journal, !r.Result.IsError && h.Journal("fx").Count("tools-list") == 2, "the first use at ttlMs listed the tools again, once",
+		"%d tools-list entries, call %+v", h.Journal("fx").Count("tools-list"), r.Result)
+	h.StopDriver()
+
+	// A later start, once the record (written at the refresh, 60 s) is
+	// ttlMs old, with the server held in its opening request.
+	hold, releaseHold := h.InitHold("fx")
+	h.Start(Setup{Servers: map[string]Server{"fx": srv}, Env: map[string]string{"FX_WAIT": hold}, Cache: true,
+		Options: &driver.StartOptions{LateRegistration: Bool(true)}})
+	h.Advance(2 * ttl)
+	open := h.OpenAsync("main")
+	h.Await(Ev(event.GateOpened, ""))
+	h.AwaitJournal("fx", "init-wait", 2)
+	h.AdvanceToNext()
+	rep := open.Report()
+	h.Verify(Journal, h.Journal("fx").Count(Handshake) == 1, "the server was still held in its opening request at the gate",
+		"%d handshakes (1 from the first run)", h.Journal("fx").Count(Handshake))
+	h.Verify(Response, !contains(rep.Deferred, "fx") && contains(rep.Late, "fx") && len(h.ToolNames("main", "fx")) == 0,
+		"the stale record gives no deferred tools", "deferred=%v late=%v tools=%v", rep.Deferred, rep.Late, h.ToolNames("main", "fx"))
+	h.Verify(Events, h.Count(Ev(event.CacheHit, "fx")) == 0, "the stale record is no cache hit", "%d cache.hit", h.Count(Ev(event.CacheHit, "fx")))
+	releaseHold()
+	h.AwaitJournal("fx", "tools-list", 3)
+})
+
 // kinds lists the kinds of a journal's entries, for messages.
 func kinds(j JournalEntries) []string {
 	out := make([]string, len(j))

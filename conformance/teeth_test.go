@@ -170,6 +170,8 @@ var teeth = []teethRow{
 		"SEC-FORMAT-001", []string{"GATE-CACHE-003"}},
 	{"hash-raw-text", "the tool cache is keyed on the config entry's text as written: a rewrite without a change of meaning misses",
 		"GATE-CACHE-003", nil},
+	{"ttl-ignored", "a server's ttlMs is ignored: a stale tool list still gives deferred tools at startup and is never listed again on a live connection",
+		"GATE-CACHE-004", nil},
 	{"malformed-file-fatal", "one config file that is not valid JSON ends discovery: no server of any file is loaded",
 		"SEC-FORMAT-002", nil},
 	{"acquire-not-counted", "a successful acquire holds no reference: status refs stay 0",
