@@ -56,7 +56,7 @@ func (h *H) Start(s Setup) {
 	_, err = c.Hello(ctx)
 	h.must(err, "hello")
 	p := driver.StartParams{
-		Clock:             h.s.mode,
+		Clock:             h.mode,
 		Home:              h.Home(),
 		Workspace:         h.Workspace(),
 		Trusted:           s.Trusted,

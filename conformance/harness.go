@@ -26,6 +26,9 @@ type H struct {
 	era driver.Era
 	s   *state
 	dir string
+	// mode is the clock the spec runs the implementation on: the run's,
+	// except that field specs always run on the real clock.
+	mode string
 
 	c          *driver.Client
 	lastClient *driver.Client // the previous driver, for diagnostics
@@ -44,6 +47,7 @@ type H struct {
 
 	claims   []*Claim
 	observed []observation
+	measured []string // what the spec measured (Measure)
 	errs     []string // teardown failures
 }
 
@@ -52,7 +56,11 @@ func newH(ctx context.Context, r Requirement, era driver.Era, s *state) *H {
 	if err != nil {
 		ginkgo.Fail("making the spec's directory: " + err.Error())
 	}
-	h := &H{ctx: ctx, req: r, era: era, s: s, dir: dir, journals: map[string]string{}, followers: map[string]*journal.Follower{}, knobs: map[string]map[string]string{}}
+	mode := s.mode
+	if r.Profile == ProfileField {
+		mode = ClockReal
+	}
+	h := &H{ctx: ctx, req: r, era: era, s: s, dir: dir, mode: mode, journals: map[string]string{}, followers: map[string]*journal.Follower{}, knobs: map[string]map[string]string{}}
 	for _, d := range []string{"workspace", "home", "journal", "cache"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			ginkgo.Fail(err.Error())
@@ -83,7 +91,7 @@ func (h *H) Era() driver.Era { return h.era }
 func (h *H) Modern() bool { return h.era == driver.EraModern }
 
 // Virtual reports whether the run uses the virtual clock.
-func (h *H) Virtual() bool { return h.s.mode == ClockVirtual }
+func (h *H) Virtual() bool { return h.mode == ClockVirtual }
 
 // Dir returns the spec's own directory; Workspace, Home and CacheDir are
 // inside it.

@@ -125,7 +125,7 @@ file is rendered from those reports (regenerate it with
 	for i, c := range cols {
 		lookup[i] = c.Report.byKey()
 	}
-	for _, p := range driver.Profiles() {
+	for _, p := range Profiles() {
 		var reqs []Requirement
 		for _, r := range Requirements() {
 			if r.Profile == p.Name {
@@ -150,12 +150,19 @@ file is rendered from those reports (regenerate it with
 					switch v.Verdict {
 					case Passed:
 						cell = "pass"
+						if v.Glue != "" {
+							notes = append(notes, note{n: len(notes) + 1, col: c.Name, key: k, why: "the driver's own code, not the library: " + v.Glue})
+							cell = fmt.Sprintf("pass (driver) [%d](#n%d)", len(notes), len(notes))
+						}
 					case Failed, ExpectedFailure, StaleBaseline:
 						notes = append(notes, note{n: len(notes) + 1, col: c.Name, key: k, why: v.Reason})
 						cell = fmt.Sprintf("**fail** [%d](#n%d)", len(notes), len(notes))
 						if v.Verdict != ExpectedFailure {
 							cell = fmt.Sprintf("**%s** [%d](#n%d)", strings.ToUpper(string(v.Verdict)), len(notes), len(notes))
 						}
+					}
+					if v.Measured != "" {
+						cell += "<br>" + strings.NewReplacer("|", "\\|", "<", "&lt;").Replace(v.Measured)
 					}
 					b.WriteString(" " + cell + " |")
 				}
@@ -164,7 +171,7 @@ file is rendered from those reports (regenerate it with
 		}
 	}
 	if len(notes) > 0 {
-		b.WriteString("\n## Why they fail\n\n")
+		b.WriteString("\n## Why they fail, and what the drivers do themselves\n\n")
 		for _, n := range notes {
 			why := n.why
 			if why == "" {

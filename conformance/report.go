@@ -146,6 +146,11 @@ type Outcome struct {
 	// baseline's reason.
 	Message  string
 	Evidence []string
+	// Measured is what the spec measured (H.Measure), or "".
+	Measured string
+	// Glue is why the driver's own code decides this verdict (Config.Glue),
+	// or "": the verdict is the library's.
+	Glue     string
 	Duration time.Duration
 }
 
@@ -223,6 +228,9 @@ func summarize(s *state, rep types.Report) *Result {
 					if e.Name == "evidence" && e.StringRepresentation() != "" {
 						o.Evidence = strings.Split(e.StringRepresentation(), "\n")
 					}
+					if e.Name == "measured" {
+						o.Measured = e.StringRepresentation()
+					}
 				}
 				switch {
 				case sr.State == types.SpecStatePassed:
@@ -234,6 +242,9 @@ func summarize(s *state, rep types.Report) *Result {
 					o.Verdict = NotApplicable
 					o.Message = sr.Failure.Message
 				}
+			}
+			if reason, ok := s.cfg.Glue.Reason(r.ID, era); ok && ran {
+				o.Glue = reason
 			}
 			if reason, ok := s.cfg.Baseline.Reason(r.ID, era); ok {
 				switch o.Verdict {
@@ -284,7 +295,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 		Passed: "PASS", Failed: "FAIL", ExpectedFailure: "XFAIL", StaleBaseline: "STALE",
 		NotApplicable: "N/A", NotSelected: "-",
 	}
-	for _, p := range driver.Profiles() {
+	for _, p := range Profiles() {
 		var lines []string
 		counts := map[Verdict]int{}
 		eraCounts := map[driver.Era]map[Verdict]int{}

@@ -115,7 +115,7 @@ func (r Requirement) EraString() string {
 // profile's and its own.
 func (r Requirement) Capabilities() []driver.Capability {
 	var out []driver.Capability
-	for _, p := range driver.Profiles() {
+	for _, p := range Profiles() {
 		if p.Name == r.Profile {
 			out = append(out, p.Requires...)
 		}
@@ -135,7 +135,7 @@ func (r Requirement) Labels(e driver.Era) []string {
 }
 
 var (
-	idPattern   = regexp.MustCompile(`^(CORE|GATE|SHARED|BOUNDED|REG|SEC|REMOTE)-[A-Z]+-[0-9]{3}$`)
+	idPattern   = regexp.MustCompile(`^(CORE|GATE|SHARED|BOUNDED|REG|SEC|REMOTE|FIELD)-[A-Z]+-[0-9]{3}$`)
 	areaPattern = regexp.MustCompile(`^[a-z][a-z-]*$`)
 	prefixes    = map[driver.Profile]string{
 		driver.ProfileCore:             "CORE",
@@ -145,6 +145,7 @@ var (
 		driver.ProfileRegistration:     "REG",
 		driver.ProfileSecurity:         "SEC",
 		driver.ProfileRemote:           "REMOTE",
+		ProfileField:                   "FIELD",
 	}
 )
 
@@ -227,7 +228,7 @@ var catalogue = sync.OnceValue(func() []Requirement {
 // (in the protocol's order) and id.
 func Requirements() []Requirement {
 	order := map[driver.Profile]int{}
-	for i, p := range driver.Profiles() {
+	for i, p := range Profiles() {
 		order[p.Name] = i
 	}
 	out := slices.Clone(catalogue())
@@ -327,7 +328,7 @@ func PrerequisitesMarkdown() string {
 	var b strings.Builder
 	b.WriteString("<!-- Rendered from the requirements in conformance/*.go; do not edit by hand. -->\n\n")
 	b.WriteString("| Profile | Requires (claim rejected without) | Also needed by some requirements (not applicable without) |\n|---|---|---|\n")
-	for _, p := range driver.Profiles() {
+	for _, p := range Profiles() {
 		req := make([]string, len(p.Requires))
 		for i, c := range p.Requires {
 			req[i] = "`" + string(c) + "`"
@@ -341,7 +342,11 @@ func PrerequisitesMarkdown() string {
 			}
 			also = strings.Join(parts, "; ")
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.Name, strings.Join(req, ", "), also)
+		requires := strings.Join(req, ", ")
+		if p.Name == ProfileField {
+			requires = "never claimed: every driver is judged on it"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.Name, requires, also)
 	}
 	return b.String()
 }
@@ -361,21 +366,25 @@ func CatalogueMarkdown() string {
 	}
 	fmt.Fprintf(&b, "%d requirements (%d of both eras, %d of the legacy era only, %d of the modern era only):",
 		len(list), eraCounts["both"], eraCounts[string(driver.EraLegacy)], eraCounts[string(driver.EraModern)])
-	for i, p := range driver.Profiles() {
+	for i, p := range Profiles() {
 		sep := ","
-		if i == len(driver.Profiles())-1 {
+		if i == len(Profiles())-1 {
 			sep = "."
 		}
 		fmt.Fprintf(&b, " %s %d%s", p.Name, counts[p.Name], sep)
 	}
 	b.WriteString("\n")
-	for _, p := range driver.Profiles() {
+	for _, p := range Profiles() {
 		fmt.Fprintf(&b, "\n### Profile `%s`\n\n", p.Name)
 		caps := make([]string, len(p.Requires))
 		for i, c := range p.Requires {
 			caps[i] = "`" + string(c) + "`"
 		}
-		fmt.Fprintf(&b, "Requires %s.%s Covers %s.\n\n", strings.Join(caps, ", "), alsoNeeded(p.Name), p.Covers)
+		if p.Name == ProfileField {
+			fmt.Fprintf(&b, "Never claimed: every driver is judged on it, with no capability beyond tools.list, tool.call and shutdown, whatever clock the run uses. Covers what a user sees when servers crash, hang, exit or misbehave, from outside and on the real clock (call outcomes and latency, journals, processes); each verdict records what was measured.\n\n")
+		} else {
+			fmt.Fprintf(&b, "Requires %s.%s Covers %s.\n\n", strings.Join(caps, ", "), alsoNeeded(p.Name), p.Covers)
+		}
 		b.WriteString("| ID | Level | Eras | Requirement | Area | Source |\n|---|---|---|---|---|---|\n")
 		for _, r := range list {
 			if r.Profile != p.Name {

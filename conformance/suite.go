@@ -107,6 +107,12 @@ type Config struct {
 	// Baseline lists the expected failures of the implementation; nil
 	// expects none.
 	Baseline *Baseline
+	// Glue lists the requirements whose verdict the driver's own code
+	// decides rather than the library it wraps (a restart policy, a naming
+	// rule the library lacks), each with the reason, in the baseline's
+	// format. The verdict stands; reports and the matrix credit it to the
+	// driver ("pass (driver)"). nil credits every verdict to the library.
+	Glue *Baseline
 	// Profiles, when not empty, restricts the run to these profiles.
 	Profiles []driver.Profile
 	// IDs, when not empty, restricts the run to these requirements.
@@ -171,7 +177,7 @@ func (c Config) check() error {
 		return errors.New("no fixture command")
 	}
 	known := map[driver.Profile]bool{}
-	for _, p := range driver.Profiles() {
+	for _, p := range Profiles() {
 		known[p.Name] = true
 	}
 	for _, p := range c.Profiles {
@@ -191,6 +197,11 @@ func (c Config) check() error {
 	}
 	if c.Baseline != nil {
 		if err := c.Baseline.check(); err != nil {
+			return err
+		}
+	}
+	if c.Glue != nil {
+		if err := c.Glue.check(); err != nil {
 			return err
 		}
 	}
@@ -416,7 +427,7 @@ func (s *state) notApplicable(r Requirement, era driver.Era) string {
 		}
 		return fmt.Sprintf("not applicable: the driver does not speak the %s era", era)
 	}
-	if !h.Claims(r.Profile) {
+	if !claimed(h, r.Profile) {
 		return fmt.Sprintf("not applicable: the driver does not claim profile %s", r.Profile)
 	}
 	var missing []string

@@ -48,7 +48,7 @@ var teeth = []teethRow{
 	{"give-up-after-3", "the relentless policy gives up after three attempts",
 		"SHARED-RESTART-001", nil},
 	{"reset-on-success", "the backoff returns to its first step after any successful restart",
-		"SHARED-STABLE-001", []string{"BOUNDED-CRASHLOOP-001"}},
+		"SHARED-STABLE-001", []string{"BOUNDED-CRASHLOOP-001", "FIELD-LOOP-001"}},
 	{"no-single-flight", "every acquire launches its own server",
 		// Sessions no longer share a server, so set_tools in one session
 		// does not change the other's.
@@ -58,7 +58,7 @@ var teeth = []teethRow{
 		// A remote connection's end is not handled either: no
 		// re-initialization after a 404, no needs-auth.
 		"SHARED-IDLE-001", []string{"SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-RESTART-002", "BOUNDED-GRACE-001", "BOUNDED-CRASHLOOP-001", "REG-GRACE-001", "REG-GRACE-002",
-			"REMOTE-EXPIRY-001", "REMOTE-AUTH-002"}},
+			"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "FIELD-CRASH-003"}},
 	{"untrusted-stdio", "project-level stdio servers run in untrusted workspaces",
 		"SEC-TRUST-001", nil},
 	{"truncate-after-wrap", "truncation cuts the wrapped text, losing the closing marker",
@@ -70,7 +70,9 @@ var teeth = []teethRow{
 	{"no-fail-fast", "calls in flight wait for their timeout after the server died",
 		// A call whose connection broke on a 404 or a 403 waits for its
 		// timeout too.
-		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "CORE-HOSTILE-006", "SHARED-RESTART-004"}},
+		// The call made after a kill waits out its timeout too, so no
+		// call answers again within the field profile's bound.
+		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "CORE-HOSTILE-006", "SHARED-RESTART-004", "FIELD-CRASH-001", "FIELD-CRASH-003", "FIELD-STDOUT-001"}},
 	{"gate-waits-for-all", "the startup gate ignores its timeout",
 		"GATE-TIMING-001", []string{"GATE-TIMING-002", "GATE-DEFERRED-001", "GATE-LATE-001", "GATE-CACHE-001", "GATE-CACHE-002", "GATE-CACHE-003"}},
 	{"abort-probes", "a caller's cancellation runs the health probe",
@@ -149,7 +151,7 @@ var teeth = []teethRow{
 	{"no-stderr-tail", "a failed start's error and status leave out the server's stderr",
 		"CORE-STATUS-002", []string{"SHARED-RESTART-005"}},
 	{"signal-pid-only", "stopping a server signals its pid, never its process group",
-		"CORE-TEARDOWN-001", nil},
+		"CORE-TEARDOWN-001", []string{"FIELD-CLOSE-001"}},
 	{"no-sigkill", "stopping a server escalates to SIGTERM but never to SIGKILL",
 		"CORE-TEARDOWN-002", nil},
 	{"tool-timeout-zero-default", "\"toolTimeout\": 0 falls back to the default tool timeout instead of disabling it",

@@ -36,6 +36,13 @@ type RequirementVerdict struct {
 	// requirement does not apply, or the first line of an unexpected
 	// failure.
 	Reason string `json:"reason,omitempty"`
+	// Measured is what the spec measured for its verdict (field profile:
+	// latencies, counts, rates). It varies from run to run, so comparisons
+	// of verdicts ignore it.
+	Measured string `json:"measured,omitempty"`
+	// Glue is why the driver's own code, not the library, decides the
+	// verdict (the driver's glue.txt), or "".
+	Glue string `json:"glue,omitempty"`
 }
 
 // Verdicts returns the run's compact report.
@@ -45,7 +52,7 @@ func (r *Result) Verdicts() VerdictReport {
 		rep.Clock = f[0]
 	}
 	for _, o := range r.Outcomes {
-		v := RequirementVerdict{ID: o.Requirement.ID, Era: o.Era, Verdict: o.Verdict}
+		v := RequirementVerdict{ID: o.Requirement.ID, Era: o.Era, Verdict: o.Verdict, Measured: o.Measured, Glue: o.Glue}
 		msg := strings.TrimSpace(o.Message)
 		switch o.Verdict {
 		case ExpectedFailure:
@@ -121,6 +128,8 @@ func SameVerdicts(want, got VerdictReport) []string {
 			a, b := w[k], g[k]
 			if a.Verdict != b.Verdict || (a.Verdict != Failed && a.Reason != b.Reason) {
 				diffs = append(diffs, fmt.Sprintf("%s: stored %s %q, run %s %q", k, a.Verdict, a.Reason, b.Verdict, b.Reason))
+			} else if a.Glue != b.Glue {
+				diffs = append(diffs, fmt.Sprintf("%s: stored credit to the driver %q, run %q", k, a.Glue, b.Glue))
 			}
 		}
 	}

@@ -38,6 +38,7 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	clockMode := fs.String("clock", conformance.ClockAuto, "clock mode: auto (virtual when the driver has it), virtual or real")
 	timeScale := fs.Float64("time-scale", conformance.DefaultTimeScale, "real-time mode: factor applied to the durations the suite configures")
 	baseline := fs.String("baseline", "", "file of expected failures: a requirement id and the reason per line")
+	glue := fs.String("glue", "", "file of the requirements whose verdict the driver's own code decides, not the library it wraps: a requirement id and the reason per line, as in a baseline; reports and the matrix credit them to the driver")
 	junit := fs.String("junit", "", "write a JUnit XML report to this file")
 	jsonReport := fs.String("json", "", "write a JSON report (ginkgo's format) to this file")
 	awaitTimeout := fs.Duration("await-timeout", conformance.DefaultAwaitTimeout, "real-time bound of each wait for an event, response or journal entry")
@@ -147,6 +148,14 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		cfg.Baseline = b
+	}
+	if *glue != "" {
+		g, err := conformance.ReadBaseline(*glue)
+		if err != nil {
+			fmt.Fprintf(stderr, "harness conformance: -glue: %v\n", err)
+			return 2
+		}
+		cfg.Glue = g
 	}
 	start := time.Now()
 	res, err := conformance.Run(nil, cfg)
