@@ -20,8 +20,6 @@ import (
 // process table. Each verdict records what it measured (Measure), so the
 // matrix shows how fast a client recovered, not only whether it did.
 
-const fieldSource = "issue 27"
-
 // fieldBound is the longest a user should wait, in real time, for a call
 // to end once its server died or closed its output, and for a dead server
 // to be replaced. The failures it separates are orders of magnitude apart:
