@@ -1,10 +1,12 @@
 package conformance
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/onsi/ginkgo/v2/types"
 )
 
 // fieldReport is a report in which every requirement passed.
@@ -68,5 +70,59 @@ func TestMatrixShowsMeasuredAndGlue(t *testing.T) {
 	}
 	if !strings.Contains(md, "## Profile `field`") {
 		t.Errorf("the matrix has no field profile section")
+	}
+}
+
+func TestFailedChecks(t *testing.T) {
+	msg := "[response] expected: the call ends within 10 s\n  observed: no outcome after 10.0 s\n[process] expected: the child is gone\n  observed: pid 4321\n2 checks failed\n  last 3 events: ..."
+	if got, want := FailedChecks(msg), []string{"[response] the call ends within 10 s", "[process] the child is gone"}; !slices.Equal(got, want) {
+		t.Errorf("FailedChecks = %q, want %q", got, want)
+	}
+	if got, want := FailedChecks("awaiting tools.registered: timed out after 60s (pid 123)\nmore"), []string{"awaiting tools.registered: timed out after Ns (pid N)"}; !slices.Equal(got, want) {
+		t.Errorf("FailedChecks outside a check = %q, want %q", got, want)
+	}
+}
+
+// A baseline entry pins its failing checks with indented fails: lines; a
+// run that fails the requirement on other checks is a changed failure and
+// fails the run, while the same checks stay an expected failure.
+func TestBaselinePinsTheFailure(t *testing.T) {
+	b, err := ParseBaseline("b.txt", strings.NewReader("CORE-NAMING-001  known\n  fails: [response] the name is mcp_fx_echo\nCORE-NAMING-002 any failure\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.pinned("CORE-NAMING-001", driver.EraLegacy); !slices.Equal(got, []string{"[response] the name is mcp_fx_echo"}) {
+		t.Errorf("pinned = %q", got)
+	}
+	if _, err := ParseBaseline("b.txt", strings.NewReader("  fails: [response] x\n")); err == nil || !strings.Contains(err.Error(), "must follow its entry") {
+		t.Errorf("a fails: line without an entry: %v", err)
+	}
+	rep := types.Report{SpecReports: types.SpecReports{
+		specReport("CORE-NAMING-001@legacy", types.SpecStateFailed, "[response] expected: the name is mcp_fx_echo\n  observed: mcp__fx__echo"),
+		specReport("CORE-NAMING-001@modern", types.SpecStateFailed, "[journal] expected: something else\n  observed: x"),
+		specReport("CORE-NAMING-002@legacy", types.SpecStateFailed, "[journal] expected: anything\n  observed: x"),
+	}}
+	s := &state{cfg: Config{Target: Target{Name: "t"}, Baseline: b}, mode: ClockVirtual,
+		hello: &driver.HelloResult{Protocol: driver.ProtocolVersion, Implementation: driver.Implementation{Name: "x"}, Eras: Both}}
+	res := summarize(s, rep)
+	for key, want := range map[string]Verdict{"CORE-NAMING-001@legacy": ExpectedFailure, "CORE-NAMING-001@modern": ChangedFailure, "CORE-NAMING-002@legacy": ExpectedFailure} {
+		id, era := SplitKey(key)
+		if o, _ := res.Outcome(id, era); o.Verdict != want {
+			t.Errorf("%s: %s, want %s (%s)", key, o.Verdict, want, o.Message)
+		}
+	}
+	if res.OK || res.Failed != 1 {
+		t.Errorf("a changed failure must fail the run: %+v", res)
+	}
+	v := res.Verdicts()
+	if got := v.Verdicts[indexOf(t, v, "CORE-NAMING-001@legacy")].Failed; !slices.Equal(got, []string{"[response] the name is mcp_fx_echo"}) {
+		t.Errorf("the verdict report's failed checks = %q", got)
+	}
+	stored := v
+	stored.Verdicts = slices.Clone(v.Verdicts)
+	i := indexOf(t, stored, "CORE-NAMING-002@legacy")
+	stored.Verdicts[i].Failed = []string{"[journal] another check"}
+	if d := SameVerdicts(stored, v); len(d) != 1 || !strings.Contains(d[0], "failing checks") {
+		t.Errorf("a stored report pinning other failing checks: %v", d)
 	}
 }

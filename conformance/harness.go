@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +49,10 @@ type H struct {
 	claims   []*Claim
 	observed []observation
 	measured []string // what the spec measured (Measure)
-	errs     []string // teardown failures
+	// failedChecks are the failed Checks, each "[source] expected: claim"
+	// and what was observed.
+	failedChecks []string
+	errs         []string // teardown failures
 }
 
 func newH(ctx context.Context, r Requirement, era driver.Era, s *state) *H {
@@ -72,7 +76,12 @@ func newH(ctx context.Context, r Requirement, era driver.Era, s *state) *H {
 // fail fails the spec.
 func (h *H) fail(format string, args ...any) {
 	ginkgo.GinkgoHelper()
-	ginkgo.Fail(fmt.Sprintf(format, args...) + h.recentContext())
+	msg := fmt.Sprintf(format, args...)
+	if len(h.failedChecks) > 0 {
+		msg = strings.Join(h.failedChecks, "\n") + "\n" + msg
+		h.failedChecks = nil
+	}
+	ginkgo.Fail(msg + h.recentContext())
 }
 
 // must fails the spec on an unexpected error.

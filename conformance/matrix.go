@@ -106,7 +106,7 @@ file is rendered from those reports (regenerate it with
 				switch v.Verdict {
 				case Passed:
 					pass++
-				case Failed, ExpectedFailure, StaleBaseline:
+				case Failed, ExpectedFailure, StaleBaseline, ChangedFailure:
 					fail++
 				default:
 					nc++
@@ -154,7 +154,7 @@ file is rendered from those reports (regenerate it with
 							notes = append(notes, note{n: len(notes) + 1, col: c.Name, key: k, why: "the driver's own code, not the library: " + v.Glue})
 							cell = fmt.Sprintf("pass (driver) [%d](#n%d)", len(notes), len(notes))
 						}
-					case Failed, ExpectedFailure, StaleBaseline:
+					case Failed, ExpectedFailure, StaleBaseline, ChangedFailure:
 						notes = append(notes, note{n: len(notes) + 1, col: c.Name, key: k, why: v.Reason})
 						cell = fmt.Sprintf("**fail** [%d](#n%d)", len(notes), len(notes))
 						if v.Verdict != ExpectedFailure {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -28,21 +30,36 @@ type Baseline struct {
 	// Reasons maps entries (an id, or an id@era key) to why they are
 	// expected to fail.
 	Reasons map[string]string
+	// Fails maps entries to the checks they pin: the failing checks the
+	// run must show (FailedChecks), in order. An entry that pins none
+	// accepts any failure of its requirement.
+	Fails map[string][]string
 	// errs are problems found while parsing.
 	errs []string
 }
 
 // ParseBaseline reads a baseline: one requirement per line, its id
-// (optionally @era), white space, and the reason. Blank lines and lines
-// starting with # are ignored.
+// (optionally @era), white space, and the reason. An indented line
+// "fails: CHECK" below an entry pins a failing check of it (FailedChecks),
+// one per line: a run that fails the requirement on other checks reports a
+// changed failure. Blank lines and lines starting with # are ignored.
 func ParseBaseline(name string, r io.Reader) (*Baseline, error) {
-	b := &Baseline{File: name, Reasons: map[string]string{}}
+	b := &Baseline{File: name, Reasons: map[string]string{}, Fails: map[string][]string{}}
 	sc := bufio.NewScanner(r)
 	n := 0
+	last := ""
 	for sc.Scan() {
 		n++
-		line := strings.TrimSpace(sc.Text())
+		raw := sc.Text()
+		line := strings.TrimSpace(raw)
 		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if check, ok := strings.CutPrefix(line, "fails:"); ok && raw[0] != line[0] {
+			if last == "" {
+				return nil, fmt.Errorf("%s:%d: a pinned check (fails:) must follow its entry", name, n)
+			}
+			b.Fails[last] = append(b.Fails[last], strings.TrimSpace(check))
 			continue
 		}
 		id, reason := line, ""
@@ -56,6 +73,7 @@ func ParseBaseline(name string, r io.Reader) (*Baseline, error) {
 			return nil, fmt.Errorf("%s:%d: %s is listed twice", name, n, id)
 		}
 		b.Reasons[id] = reason
+		last = id
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -110,6 +128,48 @@ func (b *Baseline) Reason(id string, era driver.Era) (string, bool) {
 	return r, ok
 }
 
+// pinned returns the failing checks the entry of id in era pins (an entry
+// for the era first, then one for every era).
+func (b *Baseline) pinned(id string, era driver.Era) []string {
+	if b == nil {
+		return nil
+	}
+	if _, ok := b.Reasons[Key(id, era)]; ok {
+		return b.Fails[Key(id, era)]
+	}
+	return b.Fails[id]
+}
+
+// failedCheck matches the first line of a failed check (H.Verify, Claim).
+var failedCheck = regexp.MustCompile(`^\s*\[(journal|process|files|events|response)\] expected: (.+)$`)
+
+// digits are what varies between runs of the same failure: latencies,
+// counts, pids.
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// FailedChecks returns the checks a failure message names: "[source]
+// claim" for each failed check (H.Verify, Claim, soft checks), or, for a
+// failure outside a check (an await that ran out, a protocol error), its
+// first line with every number replaced by N. The result is the failure's
+// fingerprint: the same defect fails the same checks from run to run,
+// whatever it measured.
+func FailedChecks(msg string) []string {
+	var out []string
+	for _, l := range strings.Split(msg, "\n") {
+		if m := failedCheck.FindStringSubmatch(l); m != nil {
+			out = append(out, "["+m[1]+"] "+strings.TrimSpace(m[2]))
+		}
+	}
+	if len(out) == 0 && strings.TrimSpace(msg) != "" {
+		first := firstLine(msg)
+		if len(first) > 200 {
+			first = first[:200]
+		}
+		out = append(out, digits.ReplaceAllString(first, "N"))
+	}
+	return out
+}
+
 // ReasonFor is Reason for a key as reports write it ("ID@era", or a bare
 // id, which matches only an entry for every era).
 func (b *Baseline) ReasonFor(key string) (string, bool) {
@@ -133,6 +193,7 @@ const (
 	Failed          Verdict = "failed"
 	ExpectedFailure Verdict = "expected-failure" // failed, as the baseline says
 	StaleBaseline   Verdict = "stale-baseline"   // passed, but the baseline says it fails
+	ChangedFailure  Verdict = "changed-failure"  // failed, but not on the checks the baseline pins
 	NotApplicable   Verdict = "not-applicable"   // outside the driver's profiles or capabilities
 	NotSelected     Verdict = "not-selected"     // filtered out of this run
 )
@@ -150,7 +211,9 @@ type Outcome struct {
 	Measured string
 	// Glue is why the driver's own code decides this verdict (Config.Glue),
 	// or "": the verdict is the library's.
-	Glue     string
+	Glue string
+	// Checks are the failing checks of a failed spec (FailedChecks).
+	Checks   []string
 	Duration time.Duration
 }
 
@@ -238,6 +301,7 @@ func summarize(s *state, rep types.Report) *Result {
 				case sr.State.Is(types.SpecStateFailureStates):
 					o.Verdict = Failed
 					o.Message = sr.Failure.Message
+					o.Checks = FailedChecks(sr.Failure.Message)
 				case sr.State == types.SpecStateSkipped && strings.HasPrefix(sr.Failure.Message, "not applicable"):
 					o.Verdict = NotApplicable
 					o.Message = sr.Failure.Message
@@ -250,6 +314,12 @@ func summarize(s *state, rep types.Report) *Result {
 				switch o.Verdict {
 				case Failed:
 					o.Verdict = ExpectedFailure
+					if pinned := s.cfg.Baseline.pinned(r.ID, era); len(pinned) > 0 && !slices.Equal(pinned, o.Checks) {
+						o.Verdict = ChangedFailure
+						o.Message = fmt.Sprintf("the baseline pins the failing checks %q, the run failed %q (%s): a different failure of an expected failure; update the baseline's fails: lines if it is the same defect\n%s",
+							pinned, o.Checks, s.cfg.Baseline.File, o.Message)
+						break
+					}
 					o.Message = "baseline: " + reason + "\n" + o.Message
 				case Passed:
 					o.Verdict = StaleBaseline
@@ -266,6 +336,8 @@ func summarize(s *state, rep types.Report) *Result {
 				res.Expected++
 			case StaleBaseline:
 				res.Stale++
+				res.Failed++
+			case ChangedFailure:
 				res.Failed++
 			case NotApplicable:
 				res.NotApplicable++
@@ -292,7 +364,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	fmt.Fprintf(&b, "eras: %s (each requirement of both eras runs once per era the driver speaks)\n", strings.Join(eras, ", "))
 	marks := map[Verdict]string{
-		Passed: "PASS", Failed: "FAIL", ExpectedFailure: "XFAIL", StaleBaseline: "STALE",
+		Passed: "PASS", Failed: "FAIL", ExpectedFailure: "XFAIL", StaleBaseline: "STALE", ChangedFailure: "CHANGED",
 		NotApplicable: "N/A", NotSelected: "-",
 	}
 	for _, p := range Profiles() {
@@ -323,11 +395,11 @@ func (r *Result) WriteSummary(w io.Writer) {
 			continue
 		}
 		fmt.Fprintf(&b, "\nprofile %s: %d passed, %d failed, %d expected failures, %d not applicable, %d not selected\n",
-			p.Name, counts[Passed], counts[Failed]+counts[StaleBaseline], counts[ExpectedFailure], counts[NotApplicable], counts[NotSelected])
+			p.Name, counts[Passed], counts[Failed]+counts[StaleBaseline]+counts[ChangedFailure], counts[ExpectedFailure], counts[NotApplicable], counts[NotSelected])
 		for _, e := range driver.Eras() {
 			ec := eraCounts[e.Name]
 			fmt.Fprintf(&b, "  era %s: %d passed, %d failed, %d expected failures, %d not applicable, %d not selected\n",
-				e.Name, ec[Passed], ec[Failed]+ec[StaleBaseline], ec[ExpectedFailure], ec[NotApplicable], ec[NotSelected])
+				e.Name, ec[Passed], ec[Failed]+ec[StaleBaseline]+ec[ChangedFailure], ec[ExpectedFailure], ec[NotApplicable], ec[NotSelected])
 		}
 		for _, l := range lines {
 			b.WriteString(l + "\n")

@@ -54,6 +54,7 @@ func declareRequirement(r Requirement, body func(h *H)) {
 				h := newH(ctx, r, era, suite)
 				ginkgo.DeferCleanup(h.teardown)
 				body(h)
+				h.endChecks()
 			})
 	}
 }
@@ -112,6 +113,27 @@ func (c *Claim) Verify(ok bool, format string, args ...any) {
 	o := observation{src: c.src, claim: c.text, seen: seen}
 	c.proof = &o
 	c.h.observed = append(c.h.observed, o)
+}
+
+// Check is Verify for a check the rest of the spec does not depend on: a
+// failed check is recorded and the spec goes on, failing at its end (or at
+// its next failure) with every failed check listed, so a baseline can pin
+// all of them (FailedChecks).
+func (h *H) Check(src Evidence, ok bool, claim string, format string, args ...any) {
+	seen := fmt.Sprintf(format, args...)
+	if !ok {
+		h.failedChecks = append(h.failedChecks, fmt.Sprintf("[%s] expected: %s\n  observed: %s", src, claim, seen))
+		return
+	}
+	h.observed = append(h.observed, observation{src: src, claim: claim, seen: seen})
+}
+
+// endChecks fails the spec when a Check failed.
+func (h *H) endChecks() {
+	ginkgo.GinkgoHelper()
+	if len(h.failedChecks) > 0 {
+		h.fail("%d checks failed", len(h.failedChecks))
+	}
 }
 
 // Verify checks one claim at once: when ok it records the observation as

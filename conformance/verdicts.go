@@ -43,6 +43,9 @@ type RequirementVerdict struct {
 	// Glue is why the driver's own code, not the library, decides the
 	// verdict (the driver's glue.txt), or "".
 	Glue string `json:"glue,omitempty"`
+	// Failed are the checks a failing verdict failed (FailedChecks): the
+	// failure's fingerprint, which stored reports and baselines pin.
+	Failed []string `json:"failed,omitempty"`
 }
 
 // Verdicts returns the run's compact report.
@@ -52,12 +55,12 @@ func (r *Result) Verdicts() VerdictReport {
 		rep.Clock = f[0]
 	}
 	for _, o := range r.Outcomes {
-		v := RequirementVerdict{ID: o.Requirement.ID, Era: o.Era, Verdict: o.Verdict, Measured: o.Measured, Glue: o.Glue}
+		v := RequirementVerdict{ID: o.Requirement.ID, Era: o.Era, Verdict: o.Verdict, Measured: o.Measured, Glue: o.Glue, Failed: o.Checks}
 		msg := strings.TrimSpace(o.Message)
 		switch o.Verdict {
 		case ExpectedFailure:
 			v.Reason = strings.TrimPrefix(firstLine(msg), "baseline: ")
-		case NotApplicable, Failed, StaleBaseline:
+		case NotApplicable, Failed, StaleBaseline, ChangedFailure:
 			v.Reason = firstLine(msg)
 		}
 		rep.Verdicts = append(rep.Verdicts, v)
@@ -128,6 +131,8 @@ func SameVerdicts(want, got VerdictReport) []string {
 			a, b := w[k], g[k]
 			if a.Verdict != b.Verdict || (a.Verdict != Failed && a.Reason != b.Reason) {
 				diffs = append(diffs, fmt.Sprintf("%s: stored %s %q, run %s %q", k, a.Verdict, a.Reason, b.Verdict, b.Reason))
+			} else if a.Verdict == ExpectedFailure && !slices.Equal(a.Failed, b.Failed) {
+				diffs = append(diffs, fmt.Sprintf("%s: stored failing checks %q, run %q", k, a.Failed, b.Failed))
 			} else if a.Glue != b.Glue {
 				diffs = append(diffs, fmt.Sprintf("%s: stored credit to the driver %q, run %q", k, a.Glue, b.Glue))
 			}
