@@ -183,7 +183,7 @@ func cmdStart(s *state, _ bool, args []string) {
 	var trusted, skipProject bool
 	var configs, envs multiFlag
 	rest := s.parseFlags("start", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&clockMode, "clock", driver.ClockVirtual, "")
+		fs.StringVar(&clockMode, "clock", "", "")
 		fs.StringVar(&inline, "inline", "", "")
 		fs.StringVar(&workspace, "workspace", "", "")
 		fs.StringVar(&home, "home", ".home", "")
@@ -194,8 +194,10 @@ func cmdStart(s *state, _ bool, args []string) {
 		fs.Var(&configs, "config", "")
 		fs.Var(&envs, "env", "")
 	})
+	if clockMode != "" && clockMode != driver.ClockVirtual && clockMode != driver.ClockReal {
+		s.fatalf("start: -clock %q: want virtual or real", clockMode)
+	}
 	p := driver.StartParams{
-		Clock:             clockMode,
 		Home:              s.path(home),
 		Trusted:           trusted,
 		SkipProjectConfig: skipProject,
@@ -269,7 +271,8 @@ func cmdStart(s *state, _ bool, args []string) {
 		s.fatalf("start: %v", err)
 	}
 	s.client = c
-	s.clock = clockMode
+	// Until the clock is chosen, waits are bounded in real time only.
+	s.clock = driver.ClockReal
 	ctx, cancel := s.timeoutCtx(0)
 	defer cancel()
 	h, err := c.Hello(ctx)
@@ -277,9 +280,20 @@ func cmdStart(s *state, _ bool, args []string) {
 		s.fatalWithTails("start: hello: %v", err)
 	}
 	s.hello = h
-	if clockMode == driver.ClockVirtual && !h.Has(driver.CapVirtualClock) {
-		s.fatalf("start: the driver does not announce virtual-clock: guard the scenario with [!cap:virtual-clock] skip")
+	if clockMode == "" {
+		// The virtual clock when the driver has it, the real one
+		// otherwise: a scenario that uses no virtual-time command runs
+		// on either.
+		clockMode = driver.ClockReal
+		if h.Has(driver.CapVirtualClock) {
+			clockMode = driver.ClockVirtual
+		}
 	}
+	if clockMode == driver.ClockVirtual && !h.Has(driver.CapVirtualClock) {
+		s.fatalf("start: -clock virtual: the driver does not announce virtual-clock: guard the scenario with [!cap:virtual-clock] skip 'needs virtual-clock (uses COMMAND)'")
+	}
+	s.clock = clockMode
+	p.Clock = clockMode
 	if err := c.Start(ctx, p); err != nil {
 		s.requestFailed("start", err)
 	}

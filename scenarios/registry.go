@@ -1,6 +1,9 @@
 package scenarios
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/mcplife/mcplife/conformance/driver"
 )
 
@@ -43,10 +46,75 @@ func Commands() []Command {
 	return out
 }
 
+// UsesVirtualTime returns the first command of a scenario script (the
+// archive comment of a txtar file, or the whole text) whose Needs include
+// virtual-clock, and whether there is one (advance when the script uses it,
+// the usual reason): such a scenario runs only on the virtual clock; any
+// other runs on whichever clock the driver has (start picks the virtual one
+// when the driver announces it). Lines conditioned [cap:virtual-clock] do
+// not count.
+func UsesVirtualTime(script []byte) (string, bool) {
+	virtual := map[string]bool{}
+	for _, c := range registry() {
+		if slices.Contains(c.Needs, driver.CapVirtualClock) {
+			virtual[c.Name] = true
+		}
+	}
+	first := ""
+	for _, line := range strings.Split(string(script), "\n") {
+		if strings.HasPrefix(line, "-- ") && strings.HasSuffix(strings.TrimSpace(line), " --") {
+			break
+		}
+		cmd := ScriptCommand(line)
+		if !virtual[cmd] || strings.Contains(line, "[cap:"+string(driver.CapVirtualClock)+"]") {
+			// A line run only on the virtual clock does not tie the
+			// scenario to it.
+			continue
+		}
+		if cmd == "advance" {
+			return cmd, true
+		}
+		if first == "" {
+			first = cmd
+		}
+	}
+	return first, first != ""
+}
+
+// virtualTimeList renders the commands whose Needs include virtual-clock.
+func virtualTimeList() string {
+	var names []string
+	for _, c := range registry() {
+		if slices.Contains(c.Needs, driver.CapVirtualClock) {
+			names = append(names, "`"+c.Name+"`")
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// ScriptCommand returns the command word of a script line: without its
+// [conditions] and a leading "!"; "" for a blank line or a comment.
+func ScriptCommand(line string) string {
+	f := strings.Fields(line)
+	if len(f) > 0 && strings.HasPrefix(f[0], "#") {
+		return ""
+	}
+	for len(f) > 0 && strings.HasPrefix(f[0], "[") {
+		f = f[1:]
+	}
+	if len(f) > 0 && f[0] == "!" {
+		f = f[1:]
+	}
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
 // Conditions returns the scenario conditions.
 func Conditions() []Condition {
 	return []Condition{
-		{"cap", "[cap:NAME]", "The driver announces capability NAME (the vocabulary of docs/DRIVER.md; an unknown name is an error, not false). Scenarios start with `[!cap:NAME] skip 'needs NAME'` for every capability they rely on, so an implementation without it skips them with that reason."},
+		{"cap", "[cap:NAME]", "The driver announces capability NAME (the vocabulary of docs/DRIVER.md; an unknown name is an error, not false). Scenarios start with `[!cap:NAME] skip 'needs NAME'` for every capability they rely on, so an implementation without it skips them with that reason. The virtual clock is such a capability only for a scenario that uses a command needing it (" + virtualTimeList() + "; a line conditioned `[cap:virtual-clock]` does not count): it starts `[!cap:virtual-clock] skip 'needs virtual-clock (uses COMMAND)'`; every other scenario runs on the real clock of a driver without it."},
 		{"profile", "[profile:NAME]", "The driver claims conformance profile NAME."},
 		{"impl", "[impl:NAME]", "The implementation behind the driver is called NAME in its hello (the reference runtime is `mcplife`)."},
 		{"strict", "[strict]", "Strict mode (MCPLIFE_STRICT=1, or `harness run -strict`). It guards the checks that the reference runtime is known to fail today, each under a comment naming the defect, so the catalog stays green while a defect is open and the check runs with one switch."},
@@ -73,7 +141,7 @@ func registry() []Command {
 			Name:        "start",
 			Group:       groupImpl,
 			Usage:       "start [-clock virtual|real] [-inline FILE] [-config FILE[:LEVEL[:PROVIDER]]]... [-workspace DIR] [-home DIR] [-cache DIR] [-credentials FILE] [-trusted] [-skip-project] [-env NAME[=VALUE]]... [OPTION=VALUE...]",
-			Description: "Starts the implementation under test through its driver (hello, then start). `-inline` names a JSON file of the archive mapping server names to server objects; `-config` adds an explicit config file (level `project` or `user`, default `user`; provider default `mcplife`). The config layer sees the script's initial environment ($WORK, PATH, HOME, ...) plus every `-env` variable (NAME alone takes the script's current value), so `${WORK}` works in config files. `-home` defaults to an empty `$WORK/.home`, so no real user config leaks in; there is no workspace unless `-workspace` names one. OPTION=VALUE pairs are start options of the driver protocol with JSON values, e.g. `toolTimeoutMs=1000 lateRegistration=true`. `-credentials` names a JSON file mapping credential ids to `{\"accessToken\": ...}`, the credential provider of servers with an oauth `auth` block (read again on every refresh, so a script can rotate a token by rewriting it). The clock is virtual unless `-clock real`.",
+			Description: "Starts the implementation under test through its driver (hello, then start). `-inline` names a JSON file of the archive mapping server names to server objects; `-config` adds an explicit config file (level `project` or `user`, default `user`; provider default `mcplife`). The config layer sees the script's initial environment ($WORK, PATH, HOME, ...) plus every `-env` variable (NAME alone takes the script's current value), so `${WORK}` works in config files. `-home` defaults to an empty `$WORK/.home`, so no real user config leaks in; there is no workspace unless `-workspace` names one. OPTION=VALUE pairs are start options of the driver protocol with JSON values, e.g. `toolTimeoutMs=1000 lateRegistration=true`. `-credentials` names a JSON file mapping credential ids to `{\"accessToken\": ...}`, the credential provider of servers with an oauth `auth` block (read again on every refresh, so a script can rotate a token by rewriting it). The clock is virtual when the driver announces `virtual-clock` and real otherwise; `-clock virtual` or `-clock real` forces one (virtual fails without the capability). A scenario that uses no virtual-time command (one that needs `virtual-clock`) runs on either clock.",
 			run:         cmdStart,
 		},
 		{
@@ -232,8 +300,9 @@ func registry() []Command {
 			Name:        "now",
 			Group:       groupTime,
 			Usage:       "now [DURATION]",
-			Description: "Prints the implementation's clock offset (clock.now); with DURATION it checks that the offset is exactly that.",
+			Description: "Prints the implementation's virtual clock offset (clock.now); with DURATION it checks that the offset is exactly that (e.g. `now 0s`: nothing waited on the clock).",
 			Check:       true,
+			Needs:       []driver.Capability{driver.CapVirtualClock},
 			run:         cmdNow,
 		},
 		{
@@ -304,8 +373,9 @@ func registry() []Command {
 			Name:        "cmp-trace",
 			Group:       groupChecks,
 			Usage:       "cmp-trace [-kinds LIST] [-drop ATTRS] [-server NAME] [-session NAME] [-after MARK] SECTION",
-			Description: "Compares the normalized trace (filtered as for trace) with the golden file SECTION of the archive and fails with a diff. With `go test ./scenarios -update` or MCPLIFE_UPDATE_GOLDEN=1 it rewrites the section instead. Filter the kinds (and drop attributes) so that only what the scenario determines is compared.",
+			Description: "Compares the normalized trace (filtered as for trace) with the golden file SECTION of the archive and fails with a diff. With `go test ./scenarios -update` or MCPLIFE_UPDATE_GOLDEN=1 it rewrites the section instead. Filter the kinds (and drop attributes) so that only what the scenario determines is compared. The golden lines carry virtual offsets, so it needs the virtual clock.",
 			Check:       true,
+			Needs:       []driver.Capability{driver.CapVirtualClock},
 			run:         cmdCmpTrace,
 		},
 		{

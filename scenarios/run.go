@@ -84,6 +84,11 @@ type ScriptResult struct {
 	// External tells that the implementation ran behind a separate driver
 	// process.
 	External bool
+	// Clock is the clock the implementation ran on (driver.ClockVirtual or
+	// driver.ClockReal; "" when the script started none): a scenario that
+	// uses no virtual-time command runs on the real clock of a driver
+	// without virtual-clock, and then covers no virtual time.
+	Clock string
 	// Events are the lifecycle events of every run of the implementation
 	// in the script, on one virtual time axis; only with
 	// Options.KeepEvents.
@@ -269,7 +274,11 @@ func (rc *runConfig) finish(s *state, t testscript.T, name string) {
 		}
 	}
 	if rc.opts.OnScript != nil {
-		sr := ScriptResult{Name: name, Virtual: s.virtualDone + s.lastNow, Checks: s.checks, External: len(rc.opts.Driver) > 0}
+		sr := ScriptResult{Name: name, Virtual: s.virtualDone + s.lastNow, Checks: s.checks, External: len(rc.opts.Driver) > 0, Clock: s.clock}
+		if s.clock == driver.ClockReal {
+			// Real time passed, not virtual time.
+			sr.Virtual = 0
+		}
 		if rc.opts.KeepEvents {
 			sr.Events = s.allEvents()
 		}

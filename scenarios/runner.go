@@ -120,6 +120,8 @@ type Result struct {
 	Duration time.Duration
 	// Virtual is the virtual time the scenario covered.
 	Virtual time.Duration
+	// Clock is the clock the implementation ran on (ScriptResult.Clock).
+	Clock string
 	// Checks counts the checks that passed.
 	Checks int
 	// Reason is the skip reason or the first failure message.
@@ -505,7 +507,7 @@ func (t *runT) done() {
 	res.Era = t.r.era
 	t.r.mu.Lock()
 	if c, ok := t.r.covered[t.name]; ok {
-		res.Virtual, res.Checks, res.Events = c.Virtual, c.Checks, c.Events
+		res.Virtual, res.Checks, res.Events, res.Clock = c.Virtual, c.Checks, c.Events, c.Clock
 	}
 	t.r.mu.Unlock()
 	if holding {

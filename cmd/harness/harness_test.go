@@ -63,6 +63,17 @@ func TestMain(m *testing.M) {
 			}
 		}
 		os.Exit(serve(driver.ServeOptions{Capabilities: caps, Profiles: []driver.Profile{driver.ProfileCore}}))
+	case "realclock":
+		// The reference runtime behind a driver without virtual-clock:
+		// every scenario it runs runs on the real clock (issue 28).
+		quietRaceExit()
+		var caps []driver.Capability
+		for _, c := range driver.Capabilities() {
+			if c.Name != driver.CapVirtualClock {
+				caps = append(caps, c.Name)
+			}
+		}
+		os.Exit(serve(driver.ServeOptions{Capabilities: caps, Profiles: []driver.Profile{driver.ProfileCore}}))
 	case "fake-v0":
 		os.Exit(exitCode(drivertest.ServeCanned(os.Stdin, os.Stdout, drivertest.OtherVersion())))
 	case "check-canned", "check-bad", "check-crash", "check-leaky":
@@ -247,6 +258,31 @@ func TestRunUndeclaredCapabilitySkips(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Issue 28: against a driver without virtual-clock, a scenario that uses
+// no virtual-time command runs on the real clock and gets a verdict; one
+// that uses advance is skipped naming it; a run in which nothing ran
+// exits 1 saying why.
+func TestRunRealClockDriver(t *testing.T) {
+	t.Setenv(roleEnv, "realclock")
+	code, out, errs := harness(t, "run", "-era", "legacy", "-run", "^(001|002|012)-", "-impl", exe(t))
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{"ok    legacy 001-echo-call", "real clock", "ok    legacy 012-disabled-server",
+		"skip  legacy 002-startup-gate-250ms", "needs virtual-clock (uses advance)", "2 passed, 0 failed, 1 skipped"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = harness(t, "run", "-era", "legacy", "-run", "^002-", "-impl", exe(t))
+	if code != 1 {
+		t.Fatalf("a run in which nothing ran: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if want := "FAIL: no scenario ran (1 skipped, 0 not applicable): every selected scenario was skipped for a capability the driver does not announce, or does not apply to the era (1 needs virtual-clock (uses advance)); a run that checks nothing proves nothing"; !strings.Contains(out, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, out)
 	}
 }
 

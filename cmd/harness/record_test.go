@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mcplife/mcplife/internal/realservers"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/scenarios"
 	"github.com/mcplife/mcplife/scenarios/repro"
@@ -83,6 +85,45 @@ func TestRecordReproRun(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "1 passed, 0 failed") {
 		t.Fatalf("run: exit %d\nstdout:\n%s\nstderr:\n%s\nscenario:\n%s", code, out, errs, data)
 	}
+	// Issue 28: the scenario replays on the real clock too, against a
+	// driver without virtual-clock: its advance lines are skipped and the
+	// recorded timers (tool timeout, probe timeouts, stop grace) fire by
+	// themselves.
+	if !strings.Contains(string(data), "[cap:virtual-clock] advance ") || strings.Contains(string(data), "[!cap:virtual-clock]") {
+		t.Errorf("the scenario should advance the virtual clock only when there is one:\n%s", data)
+	}
+	t.Setenv(roleEnv, "realclock")
+	code, out, errs = harness(t, "run", "-era", "legacy", "-dir", sdir, "-impl", exe(t))
+	if code != 0 || !strings.Contains(out, "1 passed, 0 failed") {
+		t.Fatalf("run on the real clock: exit %d\nstdout:\n%s\nstderr:\n%s\nscenario:\n%s", code, out, errs, data)
+	}
+	t.Run("minimal-node", func(t *testing.T) { reproAgainstMinimalNode(t, sdir) })
+}
+
+// reproAgainstMinimalNode runs the repro of the recorded hang against the
+// tutorial driver (conformance/drivers/minimal-node, real clock only).
+// Node and the driver's npm packages are needed: without them the check is
+// skipped, or fails under MCPLIFE_REQUIRE_NODE=1.
+func reproAgainstMinimalNode(t *testing.T, sdir string) {
+	driverJS, _ := filepath.Abs("../../conformance/drivers/minimal-node/driver.js")
+	if _, err := exec.LookPath("node"); err != nil {
+		needNode(t, "node is not on PATH")
+		return
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(driverJS), "node_modules")); err != nil {
+		needNode(t, "conformance/drivers/minimal-node has no node_modules (npm ci)")
+		return
+	}
+	// The clock no longer keeps the scenario from minimal-node; the
+	// capabilities the recorded recovery relies on do: minimal-node
+	// announces neither health-probe nor restart-policies, so the
+	// scenario is skipped naming the first, and the run, in which nothing
+	// ran, exits 1.
+	code, out, errs := harness(t, "run", "-era", "legacy", "-dir", sdir, "-impl", "node "+driverJS)
+	if code != 1 || !strings.Contains(out, "skip  legacy 950-recorded-hang") || !strings.Contains(out, "needs health-probe") ||
+		strings.Contains(out, "virtual-clock") || !strings.Contains(out, "FAIL: no scenario ran") {
+		t.Fatalf("against minimal-node: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
 }
 
 func TestRecordReproBadInput(t *testing.T) {
@@ -110,4 +151,14 @@ func TestRecordReproBadInput(t *testing.T) {
 	if code, _, errs := harness(t, "repro", bad); code != 1 || !strings.Contains(errs, `format "other/9"`) {
 		t.Errorf("repro of a foreign format: exit %d, stderr %q", code, errs)
 	}
+}
+
+// needNode skips the test for a missing Node prerequisite, or fails it
+// under MCPLIFE_REQUIRE_NODE=1 (as conformance/drivers_test.go does).
+func needNode(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv(realservers.RequireNodeEnv) == "1" {
+		t.Fatalf("%s, and %s=1 requires the Node drivers", why, realservers.RequireNodeEnv)
+	}
+	t.Skipf("skipping the run against minimal-node: %s (set %s=1 to make this a failure)", why, realservers.RequireNodeEnv)
 }

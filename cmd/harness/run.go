@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,8 +32,12 @@ implementation behind the driver command given with -impl (docs/DRIVER.md),
 in each protocol era -era names (every fixture server speaks that era;
 both, the default, runs the catalog in legacy, then modern), and prints
 one line per scenario and era and a summary. A scenario whose header
-declares one era is reported n/a (not applicable) in the other. Exit status: 0 when no
-scenario failed, 1 when one did, 2 for bad input (an unknown flag, a -run
+declares one era is reported n/a (not applicable) in the other. Against a
+driver without the virtual-clock capability, every scenario that uses no
+virtual-time command runs on the real clock; the others are skipped with
+the command they need it for. Exit status: 0 when no scenario failed and
+at least one ran, 1 when one failed or none ran (every selected scenario
+skipped or not applicable), 2 for bad input (an unknown flag, a -run
 pattern that matches nothing, a driver that cannot be started or speaks
 another protocol version).
 
@@ -185,7 +190,41 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	if rep.Failed > 0 {
 		return 1
 	}
+	if rep.Passed == 0 {
+		// As harness conformance: a run that checks nothing proves
+		// nothing.
+		fmt.Fprintf(stdout, "FAIL: no scenario ran (%d skipped, %d not applicable): %s\n", rep.Skipped, rep.NotApplicable, nothingRanWhy(rep))
+		return 1
+	}
 	return 0
+}
+
+// nothingRanWhy says why no scenario of rep ran: the skip reasons, most
+// frequent first (e.g. "needs virtual-clock (uses advance)" when the driver
+// has only the real clock), and the not-applicable ones.
+func nothingRanWhy(rep *scenarios.Report) string {
+	counts := map[string]int{}
+	var order []string
+	for _, r := range rep.Results {
+		why := r.Reason
+		if r.Status == scenarios.StatusNA {
+			why = "not applicable in " + r.Era
+		}
+		if counts[why] == 0 {
+			order = append(order, why)
+		}
+		counts[why]++
+	}
+	sort.SliceStable(order, func(i, j int) bool { return counts[order[i]] > counts[order[j]] })
+	var parts []string
+	for i, why := range order {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("%d other reasons", len(order)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", counts[why], textsafe.Line(why)))
+	}
+	return "every selected scenario was skipped for a capability the driver does not announce, or does not apply to the era (" + strings.Join(parts, "; ") + "); a run that checks nothing proves nothing"
 }
 
 // eraBoth is the -era value that runs the catalog in every era.
@@ -261,6 +300,10 @@ func printResult(w io.Writer, r scenarios.Result, verbose bool) {
 	name, reason := textsafe.Line(r.Name), textsafe.Line(r.Reason)
 	switch r.Status {
 	case scenarios.StatusPass:
+		if r.Clock == driver.ClockReal {
+			fmt.Fprintf(w, "ok    %-6s %-45s %6.2fs  real clock\n", r.Era, name, r.Duration.Seconds())
+			break
+		}
 		fmt.Fprintf(w, "ok    %-6s %-45s %6.2fs  virtual %s\n", r.Era, name, r.Duration.Seconds(), fmtVirtual(r.Virtual))
 	case scenarios.StatusFail:
 		fmt.Fprintf(w, "FAIL  %-6s %-45s %6.2fs  %s\n", r.Era, name, r.Duration.Seconds(), reason)

@@ -308,9 +308,14 @@ type gen struct {
 
 func (g *gen) add(lines ...string) { g.body = append(g.body, lines...) }
 
+// advance moves the scenario's clock past a wait of the trace. The line
+// runs on the virtual clock only: on the real clock (a driver without
+// virtual-clock) the implementation's timer fires by itself, and the next
+// await waits for what follows in real time, so the scenario replays on
+// either clock.
 func (g *gen) advance(d time.Duration) {
 	if d > 0 {
-		g.add("advance " + dur(d))
+		g.add("[cap:virtual-clock] advance " + dur(d))
 		g.now += d
 	}
 }
@@ -337,7 +342,7 @@ func (g *gen) fail(server, what, step, why string) {
 // the step that reproduces it or why none does; what is left out is also in
 // Notes and in the scenario's header.
 func Generate(tr *Trace, name, source string) (*Result, error) {
-	g := &gen{tr: tr, res: &Result{Classes: map[string]Class{}}, servers: map[string]*fixtureServer{}, caps: map[string]bool{"virtual-clock": true}}
+	g := &gen{tr: tr, res: &Result{Classes: map[string]Class{}}, servers: map[string]*fixtureServer{}, caps: map[string]bool{}}
 	var names []string
 	for _, n := range slices.Sorted(maps.Keys(tr.Servers)) {
 		s := tr.Servers[n]
@@ -795,9 +800,11 @@ func (g *gen) render(name, source string, names []string) error {
 	b.WriteString(").\n")
 	b.WriteString("# Each recorded call is replayed on a fixture server of the same name:\n")
 	b.WriteString("# answered calls on echo, tool errors on fail, and the observed fault on\n")
-	b.WriteString("# the test tool under the knobs that reproduce it, in virtual time; a\n")
-	b.WriteString("# server that went away while idle is killed at the same point, and\n")
-	b.WriteString("# each restart is replayed attempt by attempt.\n")
+	b.WriteString("# the test tool under the knobs that reproduce it, in virtual time (on\n")
+	b.WriteString("# a driver without virtual-clock, in real time: the advance lines are\n")
+	b.WriteString("# skipped and the recorded timers fire by themselves); a server that\n")
+	b.WriteString("# went away while idle is killed at the same point, and each restart is\n")
+	b.WriteString("# replayed attempt by attempt.\n")
 	for _, f := range tr.Faults {
 		rule := oneLine(f.Rule)
 		if f.Op == "clear" {
@@ -810,7 +817,7 @@ func (g *gen) render(name, source string, names []string) error {
 		fmt.Fprintf(&b, "# Not reproduced: %s.\n", textsafe.Line(strings.TrimSuffix(n, ".")))
 	}
 	fmt.Fprintf(&b, "#\n# Guards: the recorded trace %s (%s).\n\n", source, name)
-	for _, c := range []string{"virtual-clock", "health-probe", "restart-policies"} {
+	for _, c := range []string{"health-probe", "restart-policies"} {
 		if g.caps[c] {
 			fmt.Fprintf(&b, "[!cap:%s] skip 'needs %s'\n", c, c)
 		}

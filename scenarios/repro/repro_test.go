@@ -76,7 +76,7 @@ func TestGenerate(t *testing.T) {
 	s := string(res.Script)
 	for _, want := range []string{
 		"open s1 ready=a,b\n",
-		"call s1 c2 mcp_a_test '{\"text\":\"c2\"}'", "advance 1500ms", "result c2 outcome=ok text~recovered:c2",
+		"call s1 c2 mcp_a_test '{\"text\":\"c2\"}'", "[cap:virtual-clock] advance 1500ms", "result c2 outcome=ok text~recovered:c2",
 		"await -after mc2 restart.scheduled server=a attempt=1 delay_ms=0",
 		"call s1 c3 mcp_b_test", "result c3 outcome=error error=mcp_connection_lost",
 		"await -after mc3 restart.succeeded server=b attempt=1",
@@ -191,9 +191,9 @@ func TestGenerateIdleExitHTTP(t *testing.T) {
 		"fixture-serve EVERYTHING MCP_FIXTURE_JOURNAL=${WORK}/everything.journal MCP_FIXTURE_TRANSPORT=http\nstart -inline servers.json -env EVERYTHING_URL\n",
 		"fixture-stop EVERYTHING SIGKILL\nawait -after me1 transport.closed server=everything\n",
 		"await -after me1 restart.scheduled server=everything attempt=1 delay_ms=0\nawait -after me1 restart.failed server=everything attempt=1\n",
-		"attempt=2 delay_ms=1000\nadvance 1s\nawait -after me1 restart.failed server=everything attempt=2\n",
-		"attempt=3 delay_ms=2000\nadvance 2s\nawait -after me1 restart.failed server=everything attempt=3\nfixture-serve EVERYTHING",
-		"attempt=4 delay_ms=5000\nadvance 5s\nawait -after me1 restart.succeeded server=everything attempt=4\n",
+		"attempt=2 delay_ms=1000\n[cap:virtual-clock] advance 1s\nawait -after me1 restart.failed server=everything attempt=2\n",
+		"attempt=3 delay_ms=2000\n[cap:virtual-clock] advance 2s\nawait -after me1 restart.failed server=everything attempt=3\nfixture-serve EVERYTHING",
+		"attempt=4 delay_ms=5000\n[cap:virtual-clock] advance 5s\nawait -after me1 restart.succeeded server=everything attempt=4\n",
 		"count-journal everything.journal 2 launch\ncount 4 restart.attempt server=everything\n",
 		`"url": "${EVERYTHING_URL}"`,
 	} {
