@@ -2,6 +2,11 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,4 +59,122 @@ func (h *H) goneWithin(pid int, d time.Duration) bool {
 	ctx, cancel := h.boundCtx(max(d, 0))
 	defer cancel()
 	return proctest.WaitGone(ctx, pid) == nil
+}
+
+// fieldStartServers starts the implementation with servers (by name) and
+// opens session "main".
+func (h *H) fieldStartServers(servers map[string]Server) *driver.StartReport {
+	ginkgo.GinkgoHelper()
+	h.Start(Setup{Servers: servers})
+	return h.Open("main")
+}
+
+// fieldStartRemote starts the implementation with the streamable HTTP
+// server fx at addr and opens session "main"; a server the implementation
+// did not start (one it cannot configure, say) fails the spec with the
+// start report's error, measured.
+func (h *H) fieldStartRemote(addr string) {
+	ginkgo.GinkgoHelper()
+	rep := h.fieldStartServers(map[string]Server{"fx": remoteServer(addr)})
+	if slices.Contains(rep.Failed, "fx") {
+		h.Measure("the server did not start%s", openError(rep, "fx"))
+		h.Verify(Response, false, "the streamable HTTP server starts", "failed%s", openError(rep, "fx"))
+	}
+}
+
+// openError renders the start report's error of server, if any, for a
+// measurement or a check: "; error: ...".
+func openError(rep *driver.StartReport, server string) string {
+	if e := rep.Errors[server]; e != "" {
+		return "; error: " + e
+	}
+	return ""
+}
+
+// exposedWithin lists session "main"'s tools, again every half second,
+// until server's raw tool is listed or bound of real time has passed since
+// from; it returns the exposed name, or "" with the tools last listed.
+func (h *H) exposedWithin(server, tool string, from time.Time, bound time.Duration) (string, int) {
+	ginkgo.GinkgoHelper()
+	for {
+		tools := h.Tools("main")
+		if i := slices.IndexFunc(tools, func(t driver.Tool) bool { return t.Server == server && t.Tool == tool }); i >= 0 {
+			return tools[i].Name, len(tools)
+		}
+		if time.Since(from)+500*time.Millisecond >= bound {
+			return "", len(tools)
+		}
+		h.Pass(500)
+	}
+}
+
+// retryUntil calls tool with a text argument, and again half a second
+// after each call that did not answer with it, until one answers or bound
+// of real time has passed since from, as a user retries.
+func (h *H) retryUntil(tool string, from time.Time, bound time.Duration) (calls int, recovered bool, last string) {
+	ginkgo.GinkgoHelper()
+	for !recovered {
+		left := bound - time.Since(from)
+		if left <= 0 {
+			break
+		}
+		calls++
+		r, _, ok := h.timedCall(tool, map[string]any{"text": "are you back?"}, left)
+		recovered, last = succeeded(r, ok, "are you back?"), outcomeOf(r, ok)
+		if pause := min(500*time.Millisecond, bound-time.Since(from)); !recovered && pause > 0 {
+			h.Pass(pause.Milliseconds())
+		}
+	}
+	return calls, recovered, last
+}
+
+// jsonDiff lists where two decoded JSON values differ, as JSON-pointer-like
+// paths: "missing /a/b", "added /c", "changed /d".
+func jsonDiff(path string, want, got any) []string {
+	wm, wok := want.(map[string]any)
+	gm, gok := got.(map[string]any)
+	if wok && gok {
+		var out []string
+		for _, k := range slices.Sorted(maps.Keys(wm)) {
+			if g, ok := gm[k]; ok {
+				out = append(out, jsonDiff(path+"/"+k, wm[k], g)...)
+			} else {
+				out = append(out, "missing "+path+"/"+k)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(gm)) {
+			if _, ok := wm[k]; !ok {
+				out = append(out, "added "+path+"/"+k)
+			}
+		}
+		return out
+	}
+	wa, wok := want.([]any)
+	ga, gok := got.([]any)
+	if wok && gok && len(wa) == len(ga) {
+		var out []string
+		for i := range wa {
+			out = append(out, jsonDiff(fmt.Sprintf("%s/%d", path, i), wa[i], ga[i])...)
+		}
+		return out
+	}
+	if !reflect.DeepEqual(want, got) {
+		if path == "" {
+			path = "/"
+		}
+		return []string{"changed " + path}
+	}
+	return nil
+}
+
+// httpFixtureBack starts the HTTP fixture key again on addr, the address
+// its previous process served: the server coming back on the same port.
+func (h *H) httpFixtureBack(key, addr string, knobs Knobs) {
+	ginkgo.GinkgoHelper()
+	h.must(os.Remove(filepath.Join(h.dir, "journal", key+".port")), "removing the port file of "+key)
+	k := Knobs{"MCP_FIXTURE_LISTEN": addr}
+	maps.Copy(k, knobs)
+	if got := h.HTTPFixture(key, k); got != addr {
+		h.fail("the HTTP fixture %s came back on %s, not %s", key, got, addr)
+	}
 }

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/onsi/ginkgo/v2"
 )
 
@@ -201,4 +203,170 @@ var _ = Spec(Requirement{
 		}
 	}
 	h.Verify(Process, len(left) == 0, "the server and its child are gone within 10 s of shutdown", "still alive: %v", left)
+})
+
+var _ = Spec(Requirement{
+	ID: "FIELD-HANG-001", Level: Must, Profile: ProfileField, Area: "hang", Eras: Both,
+	Statement: "An implementation MUST answer other tool calls within 10 s each while a call to a server's tool hangs: a call to another tool of the same stdio server and a call to another server.",
+	Source:    Source{"issue 27", "a hung tool: a call to a tool that never answers ... a hung call does not block other calls: while one call hangs, a second call to another tool of the same server and one to another server answer within 10 s"},
+}, func(h *H) {
+	h.fieldStart(map[string]Knobs{"fx": nil, "fy": nil})
+	echoX, echoY := h.exposed("fx", "echo"), h.exposed("fy", "echo")
+	h.Call("main", h.exposed("fx", "sleep"), map[string]any{"ms": 600000})
+	h.AwaitJournalFunc("fx", "the hanging call reaching the server", func(j JournalEntries) bool { return len(j.Where("call-start", "tool", "sleep")) > 0 })
+	rx, tookX, okX := h.timedCall(echoX, map[string]any{"text": "same server"}, fieldBound)
+	ry, tookY, okY := h.timedCall(echoY, map[string]any{"text": "other server"}, fieldBound)
+	h.Measure("while a call hangs: same server %s (%s), other server %s (%s)", seconds(tookX), outcomeOf(rx, okX), seconds(tookY), outcomeOf(ry, okY))
+	h.Verify(Response, succeeded(rx, okX, "same server"), "a call to another tool of the same server answers within 10 s", "%s after %s", outcomeOf(rx, okX), seconds(tookX))
+	h.Verify(Response, succeeded(ry, okY, "other server"), "a call to another server answers within 10 s", "%s after %s", outcomeOf(ry, okY), seconds(tookY))
+	h.Verify(Journal, len(h.Journal("fx").Where("call-end", "tool", "sleep")) == 0, "the hanging call was still running", "no call-end of sleep")
+})
+
+// fieldIdleExit is the server of the FIELD-EXIT specs: its first launch
+// exits with status 0 once idle for a second after its first tools/list;
+// a relaunch serves on.
+var fieldIdleExit = Knobs{"MCP_FIXTURE_IDLE_EXIT_MS": "1000", "MCP_FIXTURE_EXIT_CODE": "0"}
+
+// idleExit starts the server of fieldIdleExit and waits for its clean
+// idle exit; exited is when the process was seen gone.
+func (h *H) idleExit() (echo string, pid int, exited time.Time) {
+	ginkgo.GinkgoHelper()
+	h.fieldStart(map[string]Knobs{"fx": fieldIdleExit})
+	echo = h.exposed("fx", "echo")
+	j := h.AwaitJournal("fx", "exit", 1)
+	pid = j.PIDs()[0]
+	h.Verify(Journal, j.Last("exit").Str("reason") == "idle-exit" && j.Last("exit").Int("code") == 0, "the server exited with status 0 while idle", "exit %v", j.Last("exit").Fields)
+	h.Verify(Process, h.AwaitGone(pid), "the server process is gone", "pid %d", pid)
+	return echo, pid, time.Now()
+}
+
+var _ = Spec(Requirement{
+	ID: "FIELD-EXIT-001", Level: Must, Profile: ProfileField, Area: "idle-exit", Eras: Both,
+	Statement: "An implementation MUST end within 10 s, with an answer or a failure, a tool call made a second after its stdio server exited with status 0 while idle.",
+	Source:    Source{"issue 27", "a server that exits with status 0 while idle (a clean idle exit), then a call: ... MUST end within 10 s either way"},
+}, func(h *H) {
+	echo, _, _ := h.idleExit()
+	// A user comes back to an idle client: the call is not made in the
+	// milliseconds in which the exit may not be noticed yet.
+	h.Pass(1000)
+	r, took, ok := h.timedCall(echo, map[string]any{"text": "after the exit"}, fieldBound)
+	h.Measure("the call ended %s after it was made (%s)", seconds(took), outcomeOf(r, ok))
+	h.Verify(Response, ok, "the call ends within 10 s", "%s after %s", outcomeOf(r, ok), seconds(took))
+})
+
+var _ = Spec(Requirement{
+	ID: "FIELD-EXIT-002", Level: Should, Profile: ProfileField, Area: "idle-exit", Eras: Both,
+	Statement: "An implementation SHOULD answer tool calls again within 10 s after its stdio server exited with status 0 while idle, by starting the server anew.",
+	Source:    Source{"issue 27", "a server that exits with status 0 while idle (a clean idle exit), then a call: SHOULD answer within 10 s (relaunch)"},
+}, func(h *H) {
+	echo, pid, exited := h.idleExit()
+	// A user retries, as in FIELD-CRASH-003.
+	calls, recovered, last := h.retryUntil(echo, exited, fieldBound)
+	took := time.Since(exited)
+	launches := len(h.Journal("fx").Launches())
+	if recovered {
+		h.Measure("answered again %s after the exit (%d calls, %d launches)", seconds(took), calls, launches)
+	} else {
+		h.Measure("no call answered within %s of the exit (%d calls, last %s, %d launches)", seconds(fieldBound), calls, last, launches)
+	}
+	h.Verify(Response, recovered, "a call answers again within 10 s of the exit", "%d calls in %s, last %s", calls, seconds(took), last)
+	ends := h.Journal("fx").Where("call-end", "tool", "echo")
+	h.Verify(Journal, launches >= 2 && len(ends) > 0 && ends[len(ends)-1].PID != pid, "a new process of the server answered it", "%d launches, %d echo calls served", launches, len(ends))
+})
+
+var _ = Spec(Requirement{
+	ID: "FIELD-EXPIRY-001", Level: Should, Profile: ProfileField, Area: "http", Eras: Legacy,
+	Statement: "An implementation SHOULD answer a tool call within 10 s when its streamable HTTP server has forgotten the session (404 for the old session id), by initializing a new session.",
+	Source:    Source{"issue 27", "a streamable-HTTP server whose session expires (404 for the old session id) — the next call SHOULD answer within 10 s (re-initialize)"},
+}, func(h *H) {
+	addr := h.HTTPFixture("fx", nil)
+	h.fieldStartRemote(addr)
+	echo := h.exposed("fx", "echo")
+	j := h.AwaitJournal("fx", "tools-list", 1)
+	h.Kill(j.PIDs()[0], syscall.SIGUSR1) // the fixture forgets every session
+	h.AwaitJournal("fx", "expire-command", 1)
+	r, took, ok := h.timedCall(echo, map[string]any{"text": "new session"}, fieldBound)
+	j = h.Journal("fx")
+	h.Measure("the call ended %s after it was made (%s, %d session-expired, %d initialize)", seconds(took), outcomeOf(r, ok), j.Count("session-expired"), j.Count("initialize"))
+	h.Verify(Response, succeeded(r, ok, "new session"), "the call answers within 10 s", "%s after %s", outcomeOf(r, ok), seconds(took))
+	h.Verify(Journal, j.Count("session-expired") >= 1 && j.Count("initialize") >= 2, "the server answered 404 for the old session, and a new one was initialized", "%d session-expired, %d initialize", j.Count("session-expired"), j.Count("initialize"))
+})
+
+var _ = Spec(Requirement{
+	ID: "FIELD-UNAVAILABLE-001", Level: Should, Profile: ProfileField, Area: "http", Eras: Both,
+	Statement: "An implementation SHOULD connect a streamable HTTP server that answered its first request 503 with Retry-After: 1 and then serves, and answer a call to it within 10 s of starting.",
+	Source:    Source{"issue 27", "a server answering 503 with Retry-After: 1 on connect, then fine — the client SHOULD connect and answer a call within 10 s"},
+}, func(h *H) {
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_THROTTLE_AT": "1", "MCP_FIXTURE_THROTTLE_STATUS": "503", "MCP_FIXTURE_RETRY_AFTER": "1"})
+	started := time.Now()
+	rep := h.fieldStartServers(map[string]Server{"fx": remoteServer(addr)})
+	echo, listed := h.exposedWithin("fx", "echo", started, fieldBound)
+	calls, recovered, last := 0, false, "the tool was never listed"
+	if echo != "" {
+		calls, recovered, last = h.retryUntil(echo, started, fieldBound)
+	}
+	took := time.Since(started)
+	j := h.Journal("fx")
+	if recovered {
+		h.Measure("answered %s after the start (%d calls, %d throttled)", seconds(took), calls, j.Count("throttled"))
+	} else {
+		h.Measure("no answer within %s of the start (%s; %d tools listed, %d calls, %d throttled%s)", seconds(fieldBound), last, listed, calls, j.Count("throttled"), openError(rep, "fx"))
+	}
+	h.Verify(Response, echo != "", "the server's tools are listed within 10 s", "%d tools listed%s", listed, openError(rep, "fx"))
+	h.Verify(Response, recovered, "a call answers within 10 s of the start", "%d calls in %s, last %s", calls, seconds(took), last)
+	h.Verify(Journal, j.Count("throttled") == 1, "the server answered the first request 503", "%d throttled", j.Count("throttled"))
+})
+
+var _ = Spec(Requirement{
+	ID: "FIELD-REFUSED-001", Level: Should, Profile: ProfileField, Area: "http", Eras: Both,
+	Statement: "An implementation SHOULD answer tool calls again within 10 s after its streamable HTTP server, whose connections were refused while it was down, comes back on the same port.",
+	Source:    Source{"issue 27", "connection refused then the server comes back on the same port — SHOULD answer within 10 s of its return"},
+}, func(h *H) {
+	addr := h.HTTPFixture("fx", nil)
+	h.fieldStartRemote(addr)
+	echo := h.exposed("fx", "echo")
+	pid := h.AwaitJournal("fx", "tools-list", 1).PIDs()[0]
+	r, _, ok := h.timedCall(echo, map[string]any{"text": "up"}, fieldBound)
+	h.Verify(Response, succeeded(r, ok, "up"), "a call answers before the server goes down", "%s", outcomeOf(r, ok))
+	h.Kill(pid, syscall.SIGKILL)
+	h.Verify(Process, h.AwaitGone(pid), "the server process is dead", "pid %d", pid)
+	// While the server is down its port refuses connections: a call sees it.
+	rd, tookDown, okDown := h.timedCall(echo, map[string]any{"text": "down"}, fieldBound)
+	h.httpFixtureBack("fx", addr, nil)
+	back := time.Now()
+	calls, recovered, last := h.retryUntil(echo, back, fieldBound)
+	took := time.Since(back)
+	down := fmt.Sprintf("the call while down: %s after %s", outcomeOf(rd, okDown), seconds(tookDown))
+	if recovered {
+		h.Measure("%s; answered again %s after the server came back (%d calls)", down, seconds(took), calls)
+	} else {
+		h.Measure("%s; no answer within %s of the server's return (%d calls, last %s)", down, seconds(fieldBound), calls, last)
+	}
+	h.Verify(Response, recovered, "a call answers within 10 s of the server's return", "%d calls in %s, last %s", calls, seconds(took), last)
+})
+
+var _ = Spec(Requirement{
+	ID: "FIELD-SCHEMA-001", Level: Must, Profile: ProfileField, Area: "schema", Eras: Both,
+	Statement: "An implementation MUST expose a tool's input schema as its server sent it, with descriptions, defaults, anyOf, enum, const, nested objects and their required lists and additionalProperties intact.",
+	Source:    Source{"issue 27", "input schemas forwarded intact: a tool whose inputSchema has description, anyOf, enum, nested objects — the schema the driver's tools.list reports equals the one the server sent"},
+}, func(h *H) {
+	h.fieldStart(map[string]Knobs{"fx": {"MCP_FIXTURE_RICH_SCHEMA": "1"}})
+	name := h.exposed("fx", "rich")
+	j := h.AwaitJournal("fx", "tools-list", 1)
+	h.Verify(Journal, j.Last("tools-list").Int("count") > 0, "the server sent its tool list, the rich tool among them", "%d tools", j.Last("tools-list").Int("count"))
+	tools := h.Tools("main")
+	i := slices.IndexFunc(tools, func(t driver.Tool) bool { return t.Name == name })
+	var sent, got any
+	h.must(json.Unmarshal(fixture.RichToolSchema(), &sent), "decoding the rich schema")
+	err := json.Unmarshal(tools[i].InputSchema, &got)
+	diff := jsonDiff("", sent, got)
+	if err != nil {
+		diff = []string{"not JSON: " + err.Error()}
+	}
+	if len(diff) == 0 {
+		h.Measure("the schema is intact")
+	} else {
+		h.Measure("%d differences: %s", len(diff), strings.Join(diff, ", "))
+	}
+	h.Verify(Response, len(diff) == 0, "the exposed input schema equals the one the server sent", "%s", strings.Join(diff, ", "))
 })

@@ -58,7 +58,7 @@ var teeth = []teethRow{
 		// A remote connection's end is not handled either: no
 		// re-initialization after a 404, no needs-auth.
 		"SHARED-IDLE-001", []string{"SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-RESTART-002", "BOUNDED-GRACE-001", "BOUNDED-CRASHLOOP-001", "REG-GRACE-001", "REG-GRACE-002",
-			"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "FIELD-CRASH-003"}},
+			"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "FIELD-CRASH-003", "FIELD-EXIT-002", "FIELD-EXPIRY-001", "FIELD-REFUSED-001"}},
 	{"untrusted-stdio", "project-level stdio servers run in untrusted workspaces",
 		"SEC-TRUST-001", nil},
 	{"truncate-after-wrap", "truncation cuts the wrapped text, losing the closing marker",
@@ -86,7 +86,7 @@ var teeth = []teethRow{
 	{"double-restart", "a second restart trigger starts a second restart loop",
 		"SHARED-RESTART-003", nil},
 	{"no-session-reinit", "a 404 for the session is an ordinary transport exit: no re-initialization at once, no retry of the unseen call",
-		"REMOTE-EXPIRY-001", nil},
+		"REMOTE-EXPIRY-001", []string{"FIELD-EXPIRY-001"}},
 	{"no-stream-resume", "a dropped response stream is not resumed with Last-Event-ID",
 		"REMOTE-RESUME-001", nil},
 	{"no-auth-refresh", "a 401/403 is final; the credential provider is never asked again",
@@ -239,6 +239,14 @@ var teeth = []teethRow{
 		"REMOTE-REFUSED-001", []string{"REMOTE-RETRYAFTER-002"}},
 	{"stray-reply-fatal", "a reply that matches no request in flight ends the connection",
 		"CORE-HOSTILE-004", nil},
+	{"calls-serialized", "a server runs one tool call at a time: a hung call blocks the next",
+		"FIELD-HANG-001", nil},
+	{"schema-keys-dropped", "an input schema keeps only type, properties and required",
+		"FIELD-SCHEMA-001", nil},
+	{"retry-after-minutes", "a Retry-After of seconds is read as minutes",
+		"FIELD-UNAVAILABLE-001", nil},
+	{"lost-shown-connecting", "a lost connection leaves the server shown connecting and nothing reconnects: calls wait for their timeout",
+		"FIELD-EXIT-001", nil},
 }
 
 // racyTeeth lists, per variant, the requirements whose outcome under the
