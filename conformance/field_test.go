@@ -78,7 +78,7 @@ func TestFailedChecks(t *testing.T) {
 	if got, want := FailedChecks(msg), []string{"[response] the call ends within 10 s", "[process] the child is gone"}; !slices.Equal(got, want) {
 		t.Errorf("FailedChecks = %q, want %q", got, want)
 	}
-	if got, want := FailedChecks("awaiting tools.registered: timed out after 60s (pid 123)\nmore"), []string{"awaiting tools.registered: timed out after Ns (pid N)"}; !slices.Equal(got, want) {
+	if got, want := FailedChecks("awaiting tools.registered: timed out after 60s (pid 123) in /tmp/x-42/journal\nmore"), []string{"outside a check: awaiting tools.registered: timed out after Ns (pid N) in PATH"}; !slices.Equal(got, want) {
 		t.Errorf("FailedChecks outside a check = %q, want %q", got, want)
 	}
 }

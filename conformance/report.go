@@ -147,10 +147,17 @@ var failedCheck = regexp.MustCompile(`^\s*\[(journal|process|files|events|respon
 // counts, pids.
 var digits = regexp.MustCompile(`[0-9]+`)
 
+// paths are the other thing that varies: a spec's temporary directory.
+var paths = regexp.MustCompile(`\S*/\S*`)
+
+// outsideCheck prefixes the fingerprint of a failure outside any check.
+const outsideCheck = "outside a check: "
+
 // FailedChecks returns the checks a failure message names: "[source]
 // claim" for each failed check (H.Verify, Claim, soft checks), or, for a
-// failure outside a check (an await that ran out, a protocol error), its
-// first line with every number replaced by N. The result is the failure's
+// failure outside a check (an await that ran out, a protocol error),
+// "outside a check: " and its first line with every path replaced by PATH
+// and every number by N. The result is the failure's
 // fingerprint: the same defect fails the same checks from run to run,
 // whatever it measured.
 func FailedChecks(msg string) []string {
@@ -161,11 +168,11 @@ func FailedChecks(msg string) []string {
 		}
 	}
 	if len(out) == 0 && strings.TrimSpace(msg) != "" {
-		first := firstLine(msg)
-		if len(first) > 200 {
-			first = first[:200]
+		first := digits.ReplaceAllString(paths.ReplaceAllString(firstLine(msg), "PATH"), "N")
+		if len(first) > 160 {
+			first = first[:160]
 		}
-		out = append(out, digits.ReplaceAllString(first, "N"))
+		out = append(out, outsideCheck+first)
 	}
 	return out
 }
