@@ -119,21 +119,7 @@ var _ = Spec(Requirement{
 	killed := time.Now()
 	h.Kill(pid, syscall.SIGKILL)
 	h.Verify(Process, h.AwaitGone(pid), "the idle server process is dead", "pid %d", pid)
-	// A user retries: a call, and another half a second after each one
-	// that did not answer, until the bound.
-	calls, recovered := 0, false
-	for !recovered {
-		left := fieldBound - time.Since(killed)
-		if left <= 0 {
-			break
-		}
-		calls++
-		r, _, ok := h.timedCall(echo, map[string]any{"text": "are you back?"}, left)
-		recovered = succeeded(r, ok, "are you back?")
-		if pause := min(500*time.Millisecond, fieldBound-time.Since(killed)); !recovered && pause > 0 {
-			h.Pass(pause.Milliseconds())
-		}
-	}
+	calls, recovered, _ := h.retryUntil(echo, killed, fieldBound)
 	took := time.Since(killed)
 	launches := len(h.Journal("fx").Launches())
 	if recovered {
