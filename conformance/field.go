@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/internal/proctest"
+	"github.com/mcplife/mcplife/internal/textsafe"
 	"github.com/onsi/ginkgo/v2"
 )
 
@@ -50,7 +51,7 @@ func claimed(hello *driver.HelloResult, p driver.Profile) bool {
 // It is called before the checks that judge the measurement, so a failing
 // verdict shows it too.
 func (h *H) Measure(format string, args ...any) {
-	h.measured = append(h.measured, fmt.Sprintf(format, args...))
+	h.measured = append(h.measured, measuredText(fmt.Sprintf(format, args...)))
 	ginkgo.AddReportEntry("measured", ginkgo.ReportEntryVisibilityNever, strings.Join(h.measured, "; "))
 }
 
@@ -177,4 +178,20 @@ func (h *H) httpFixtureBack(key, addr string, knobs Knobs) {
 	if got := h.HTTPFixture(key, k); got != addr {
 		h.fail("the HTTP fixture %s came back on %s, not %s", key, got, addr)
 	}
+}
+
+// maxMeasured caps one measurement: it may quote what a client or server
+// said (an error message), which is neither short nor trusted.
+const maxMeasured = 300
+
+// measuredText makes a measurement one safe line: white space runs (new
+// lines included) become one space, characters that act on a terminal or
+// break a report are escaped (textsafe.Line), and it is cut at
+// maxMeasured runes.
+func measuredText(s string) string {
+	s = textsafe.Line(strings.Join(strings.Fields(s), " "))
+	if r := []rune(s); len(r) > maxMeasured {
+		s = string(r[:maxMeasured]) + "…"
+	}
+	return s
 }

@@ -126,3 +126,15 @@ func TestBaselinePinsTheFailure(t *testing.T) {
 		t.Errorf("a stored report pinning other failing checks: %v", d)
 	}
 }
+
+// A measurement may quote a client's error message: it becomes one safe,
+// bounded line.
+func TestMeasuredTextIsOneSafeLine(t *testing.T) {
+	got := measuredText("error: Service Unavailable\n)\t\x1b[31mred\x1b[0m " + strings.Repeat("x", 400))
+	if strings.ContainsAny(got, "\n\t\x1b") || !strings.HasPrefix(got, "error: Service Unavailable ) \\x1b[31mred") {
+		t.Errorf("measuredText = %q", got[:60])
+	}
+	if n := len([]rune(got)); n != maxMeasured+1 {
+		t.Errorf("measuredText is %d runes, want %d and an ellipsis", n, maxMeasured+1)
+	}
+}

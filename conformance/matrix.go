@@ -162,7 +162,7 @@ file is rendered from those reports (regenerate it with
 						}
 					}
 					if v.Measured != "" {
-						cell += "<br>" + strings.NewReplacer("|", "\\|", "<", "&lt;").Replace(v.Measured)
+						cell += "<br>" + strings.NewReplacer("|", "\\|", "<", "&lt;").Replace(measuredText(v.Measured))
 					}
 					b.WriteString(" " + cell + " |")
 				}
