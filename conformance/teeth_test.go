@@ -69,10 +69,12 @@ var teeth = []teethRow{
 		"REG-GRACE-001", []string{"REG-GRACE-002", "REG-GRACE-003", "BOUNDED-GRACE-001", "SHARED-RESTART-002"}},
 	{"no-fail-fast", "calls in flight wait for their timeout after the server died",
 		// A call whose connection broke on a 404 or a 403 waits for its
-		// timeout too.
-		// The call made after a kill waits out its timeout too, so no
-		// call answers again within the field profile's bound.
-		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "CORE-HOSTILE-006", "SHARED-RESTART-004", "FIELD-CRASH-001", "FIELD-CRASH-003", "FIELD-STDOUT-001"}},
+		// timeout too; so does one in flight when a server is killed or
+		// closes stdout (the field profile). FIELD-CRASH-003 is not listed:
+		// whether its first call after the kill meets the dead connection
+		// or the relaunched one is a race under this defect (no-idle-watch
+		// proves it).
+		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "CORE-HOSTILE-006", "SHARED-RESTART-004", "FIELD-CRASH-001", "FIELD-STDOUT-001"}},
 	{"gate-waits-for-all", "the startup gate ignores its timeout",
 		"GATE-TIMING-001", []string{"GATE-TIMING-002", "GATE-DEFERRED-001", "GATE-LATE-001", "GATE-CACHE-001", "GATE-CACHE-002", "GATE-CACHE-003"}},
 	{"abort-probes", "a caller's cancellation runs the health probe",
@@ -588,7 +590,9 @@ func TestTeeth(t *testing.T) {
 				}
 				for _, r := range Requirements() {
 					st := run.verdicts[r.ID]
-					applies := slices.Contains(claims, r.Profile) && !slices.ContainsFunc(r.Needs, func(c driver.Capability) bool { return !slices.Contains(caps, c) })
+					// The field profile is never claimed: it applies to every
+					// driver.
+					applies := (r.Profile == ProfileField || slices.Contains(claims, r.Profile)) && !slices.ContainsFunc(r.Needs, func(c driver.Capability) bool { return !slices.Contains(caps, c) })
 					switch {
 					case applies && st != types.SpecStatePassed:
 						t.Errorf("%s: %s, want passed (real time)", r.ID, st)
