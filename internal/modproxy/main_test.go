@@ -13,6 +13,8 @@ import (
 	"github.com/mcplife/mcplife/internal/proctest"
 )
 
+// TestMain checks for leaked goroutines (goleak, through proctest.Main)
+// and for processes left behind.
 func TestMain(m *testing.M) { proctest.Main(m) }
 
 // tinyRepo commits a small module with a command, an ignored file, an
