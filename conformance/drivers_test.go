@@ -225,6 +225,62 @@ func TestDriversHello(t *testing.T) {
 	}
 }
 
+// TestDriverAISDKHello starts the Vercel AI SDK driver
+// (conformance/drivers/ai-sdk) and checks what its hello claims: the
+// @ai-sdk/mcp version package.json pins, both eras (createMCPClient probes
+// server/discover first and falls back to initialize), the core profile
+// on the real clock only, and nothing the library lacks. It needs node and
+// the driver's node_modules (npm ci); without them it skips, unless
+// MCPLIFE_REQUIRE_NODE=1.
+func TestDriverAISDKHello(t *testing.T) {
+	dir := filepath.Join(driversDir, "ai-sdk")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		needNode(t, "node is not on PATH")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
+		needNode(t, "no "+filepath.Join(dir, "node_modules")+" (run npm ci there, or .ci/drivers)")
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &pkg)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	stderr := &syncBuffer{}
+	c, err := driver.StartCommand(ctx, []string{node, filepath.Join(dir, "driver.js")}, nil, stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.Hello(ctx)
+	if err != nil {
+		_ = c.Close(ctx)
+		t.Fatalf("hello: %v\nstderr: %s", err, stderr.String())
+	}
+	want := driver.Implementation{Name: "@ai-sdk/mcp", Version: pkg.Dependencies["@ai-sdk/mcp"]}
+	if h.Implementation != want {
+		t.Errorf("hello names %s %s, package.json pins %s %s", h.Implementation.Name, h.Implementation.Version, want.Name, want.Version)
+	}
+	if !slices.Equal(h.SpokenEras(), Both) {
+		t.Errorf("hello speaks the eras %v, want both (createMCPClient's protocolVersionDiscovery defaults to true)", h.SpokenEras())
+	}
+	if !slices.Equal(h.Profiles, []driver.Profile{driver.ProfileCore}) {
+		t.Errorf("hello claims the profiles %v, want core alone", h.Profiles)
+	}
+	if !slices.Equal(h.Capabilities, []driver.Capability{driver.CapStatus, driver.CapJournalPID}) {
+		t.Errorf("hello announces the capabilities %v, want status and journal-pid alone (no virtual clock, restarts or list-changed in the library)", h.Capabilities)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+}
+
 // nodeDrivers returns the Node driver directories (those with a
 // package.json).
 func nodeDrivers(t *testing.T) []string {
