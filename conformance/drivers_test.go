@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -273,11 +274,81 @@ func TestDriverAISDKHello(t *testing.T) {
 	if !slices.Equal(h.Profiles, []driver.Profile{driver.ProfileCore}) {
 		t.Errorf("hello claims the profiles %v, want core alone", h.Profiles)
 	}
-	if !slices.Equal(h.Capabilities, []driver.Capability{driver.CapStatus, driver.CapJournalPID}) {
-		t.Errorf("hello announces the capabilities %v, want status and journal-pid alone (no virtual clock, restarts or list-changed in the library)", h.Capabilities)
+	if !slices.Equal(h.Capabilities, []driver.Capability{driver.CapStatus, driver.CapJournalPID, driver.CapPendingTimers}) {
+		t.Errorf("hello announces the capabilities %v, want status, journal-pid and pending-timers alone (no virtual clock, restarts or list-changed in the library)", h.Capabilities)
 	}
 	if err := c.Close(ctx); err != nil {
 		t.Errorf("shutdown: %v", err)
+	}
+}
+
+// TestNodePendingTimers runs conformance/drivers/common/timers.js, which
+// the Node drivers' timers.pending answers from (capability
+// pending-timers), in a Node process with timers of every kind it must
+// see: a setTimeout, a setInterval that already fired once, an
+// AbortSignal.timeout, an unref'd timer and a refreshed one are listed; a
+// cleared timer and a fired setTimeout are not. A timer set through
+// node:timers/promises is out of its sight, so one due now is listed
+// instead: the harness must never take such a process for idle.
+func TestNodePendingTimers(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		needNode(t, "node is not on PATH")
+	}
+	timersJS, err := filepath.Abs(filepath.Join(driversDir, "common", "timers.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import { pendingTimers } from ` + strconv.Quote("file://"+timersJS) + `;
+const out = {};
+const fired = new Promise((r) => setTimeout(r, 1));
+const iv = setInterval(() => {}, 40000);
+await fired;
+await new Promise((r) => setTimeout(r, 5));
+setTimeout(() => {}, 50000);
+AbortSignal.timeout(70000);
+setTimeout(() => {}, 90000).unref();
+const refreshed = setTimeout(() => {}, 60000);
+clearTimeout(setTimeout(() => {}, 80000));
+refreshed.refresh();
+out.seen = pendingTimers();
+const { setTimeout: sleep } = await import('node:timers/promises');
+const ac = new AbortController();
+sleep(100000, null, { signal: ac.signal }).catch(() => {});
+out.hidden = pendingTimers();
+ac.abort();
+clearInterval(iv);
+process.stdout.write(JSON.stringify(out));
+process.exit(0);
+`
+	f := filepath.Join(t.TempDir(), "timers_test.mjs")
+	if err := os.WriteFile(f, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, f).Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got struct{ Seen, Hidden []int64 }
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// Each listed timer has at most its delay left, and it is listed
+	// soonest first: 40 s, 50 s, 60 s, 70 s, 90 s.
+	want := []int64{40000, 50000, 60000, 70000, 90000}
+	if len(got.Seen) != len(want) {
+		t.Fatalf("pendingTimers() = %v, want 5 timers of at most %v ms", got.Seen, want)
+	}
+	for i, w := range want {
+		if got.Seen[i] > w || got.Seen[i] <= w-10000 {
+			t.Errorf("pendingTimers()[%d] = %d ms, want at most %d and more than %d (listed %v)", i, got.Seen[i], w, w-10000, got.Seen)
+		}
+	}
+	if len(got.Hidden) == 0 || got.Hidden[0] != 0 {
+		t.Errorf("with a node:timers/promises timer pending, pendingTimers() = %v, want one due now (0) first", got.Hidden)
 	}
 }
 

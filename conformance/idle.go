@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/internal/idle"
 )
 
@@ -33,11 +34,15 @@ func (h *H) boundCtxFrom(parent context.Context, d time.Duration) (context.Conte
 
 // idleSource is what the idle detector reads: copies of the spec's state,
 // so it runs beside the spec without sharing it. Idleness is decided with
-// the virtual clock, and with either clock once the driver has shut down
-// (then nothing of the implementation is left to act).
+// the virtual clock, on the real clock when the driver lists its
+// implementation's pending timers (capability pending-timers), and with
+// either clock once the driver has shut down (then nothing of the
+// implementation is left to act).
 func (h *H) idleSource() idle.Source {
+	realTimers := !h.Virtual() && h.c != nil && h.c.HelloResult().Has(driver.CapPendingTimers)
 	return idle.Source{
-		DecideIdle:     h.Virtual() || h.c == nil,
+		DecideIdle:     h.Virtual() || h.c == nil || realTimers,
+		RealTimers:     realTimers,
 		Client:         h.c,
 		Journals:       maps.Clone(h.journals),
 		Knobs:          maps.Clone(h.knobs),

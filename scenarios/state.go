@@ -152,8 +152,12 @@ func (s *state) timeoutCtx(d time.Duration) (context.Context, context.CancelFunc
 	if d <= 0 {
 		d = s.run.awaitTimeout
 	}
+	// On the real clock, a driver that lists its implementation's pending
+	// timers (pending-timers) is judged idle the same way.
+	realTimers := s.clock == driver.ClockReal && s.client != nil && s.client.HelloResult().Has(driver.CapPendingTimers)
 	src := idle.Source{
-		DecideIdle: s.clock == driver.ClockVirtual && !s.closed,
+		DecideIdle: (s.clock == driver.ClockVirtual || realTimers) && !s.closed,
+		RealTimers: realTimers,
 		Client:     s.client,
 		Journals:   map[string]string{},
 		HoldBound:  s.run.awaitTimeout,

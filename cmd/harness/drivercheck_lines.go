@@ -143,7 +143,7 @@ func helloProblems(result []byte) []checkProblem {
 	}
 	var out []checkProblem
 	if !slices.Contains(driver.AcceptedProtocolVersions(), h.Protocol) {
-		out = append(out, checkProblem{Pointer: "/result/protocol", Message: fmt.Sprintf("wrong protocol version %q: this harness speaks %q (and accepts %q) and does not negotiate", h.Protocol, driver.ProtocolVersion, driver.ProtocolVersion1)})
+		out = append(out, checkProblem{Pointer: "/result/protocol", Message: fmt.Sprintf("wrong protocol version %q: this harness speaks %q (and accepts %q) and does not negotiate", h.Protocol, driver.ProtocolVersion, driver.AcceptedProtocolVersions()[1:])})
 	}
 	var known []string
 	for _, c := range driver.Capabilities() {

@@ -661,11 +661,18 @@ func (c *Client) Pending(ctx context.Context) ([]time.Duration, error) {
 	if err := c.Request(ctx, MethodClockPending, nil, &r); err != nil {
 		return nil, err
 	}
-	out := make([]time.Duration, len(r.TimersMs))
-	for i, v := range r.TimersMs {
-		out[i] = time.Duration(v) * time.Millisecond
+	return r.durations(), nil
+}
+
+// PendingTimers returns the time left until each pending timer of the
+// implementation fires on the real clock, soonest first (timers.pending,
+// capability pending-timers).
+func (c *Client) PendingTimers(ctx context.Context) ([]time.Duration, error) {
+	var r PendingResult
+	if err := c.Request(ctx, MethodTimersPending, nil, &r); err != nil {
+		return nil, err
 	}
-	return out, nil
+	return r.durations(), nil
 }
 
 // Shutdown asks the driver to close everything; it returns once the driver

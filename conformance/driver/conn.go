@@ -300,6 +300,10 @@ func (c *Conn) dispatch(line []byte) bool {
 		c.respond(id, nil, rerr(CodeUnsupported, "%s needs start with clock %q", method, ClockVirtual))
 		return false
 	}
+	if !realClock && method == MethodTimersPending {
+		c.respond(id, nil, rerr(CodeUnsupported, "%s needs start with clock %q (use %s)", method, ClockReal, MethodClockPending))
+		return false
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -353,7 +357,7 @@ func newParams(method string) any {
 	case MethodClockAdvance:
 		return &AdvanceParams{}
 	}
-	// status, reload, clock.now, clock.pending, shutdown.
+	// status, reload, clock.now, clock.pending, timers.pending, shutdown.
 	return &Empty{}
 }
 
@@ -457,14 +461,26 @@ func (c *Conn) handle(ctx context.Context, method string, p any) (result any, af
 		if err != nil {
 			return nil, nil, err
 		}
-		out := PendingResult{TimersMs: make([]int64, len(pending))}
-		for i, d := range pending {
-			// Rounded up, so advancing by the value fires the timer.
-			out.TimersMs[i] = int64(math.Ceil(float64(max(d, 0)) / float64(time.Millisecond)))
+		return pendingResult(pending), nil, nil
+	case MethodTimersPending:
+		pending, err := h.TimersPending(ctx)
+		if err != nil {
+			return nil, nil, err
 		}
-		return out, nil, nil
+		return pendingResult(pending), nil, nil
 	}
 	return nil, nil, rerr(CodeUnknownMethod, "unknown method %q", method)
+}
+
+// pendingResult is the result of clock.pending or timers.pending: each
+// duration rounded up to whole milliseconds, so advancing by the value
+// fires the timer.
+func pendingResult(pending []time.Duration) PendingResult {
+	out := PendingResult{TimersMs: make([]int64, len(pending))}
+	for i, d := range pending {
+		out.TimersMs[i] = int64(math.Ceil(float64(max(d, 0)) / float64(time.Millisecond)))
+	}
+	return out
 }
 
 // goRun runs f in a goroutine that shutdown waits for.

@@ -95,6 +95,10 @@ type Handlers struct {
 	// virtual clock fires, soonest first (capability virtual-clock); Serve
 	// rounds them up to whole milliseconds.
 	ClockPending func(ctx context.Context) ([]time.Duration, error)
+	// TimersPending returns the time left until each pending timer of the
+	// implementation fires on the real clock, soonest first (capability
+	// pending-timers); Serve rounds them up to whole milliseconds.
+	TimersPending func(ctx context.Context) ([]time.Duration, error)
 	// Shutdown closes the runtime (optional): every session and server,
 	// leaving no server process behind. Serve calls it once, at shutdown,
 	// at EOF on the requests or when Serve's context ends, after the
@@ -153,8 +157,10 @@ type ConnOptions struct {
 }
 
 // hello returns what the driver answers to a hello of protocol version
-// asked: a harness of version 1 gets a version-1 answer, without eras
-// (docs/DRIVER.md section 11); every other harness gets ProtocolVersion.
+// asked: a harness of an earlier version gets an answer of its version,
+// without what later versions added (version 1: eras; version 2:
+// pending-timers; docs/DRIVER.md section 11); every other harness gets
+// ProtocolVersion.
 func (h *Handlers) hello(asked string) *HelloResult {
 	res := &HelloResult{
 		Protocol:       ProtocolVersion,
@@ -163,8 +169,15 @@ func (h *Handlers) hello(asked string) *HelloResult {
 		Profiles:       nonNilSlice(h.Profiles),
 		Eras:           nonNilSlice(h.Eras),
 	}
+	if asked == ProtocolVersion1 || asked == ProtocolVersion2 {
+		res.Protocol = asked
+		res.Capabilities = slices.DeleteFunc(slices.Clone(res.Capabilities), func(c Capability) bool {
+			since := CapabilitySince(c)
+			return since != "" && versionNumber(asked) < versionNumber(since)
+		})
+	}
 	if asked == ProtocolVersion1 {
-		res.Protocol, res.Eras = ProtocolVersion1, nil
+		res.Eras = nil
 	}
 	return res
 }
@@ -195,6 +208,8 @@ func (h *Handlers) handles(method string) bool {
 		return h.ClockAdvance != nil
 	case MethodClockPending:
 		return h.ClockPending != nil
+	case MethodTimersPending:
+		return h.TimersPending != nil
 	}
 	// hello, shutdown, tool.cancel, release, clock.now: Conn's own.
 	return true

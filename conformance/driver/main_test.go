@@ -94,6 +94,10 @@ var fakeHellos = map[string]HelloResult{
 		Capabilities: []Capability{}, Profiles: []Profile{}, Eras: []Era{"stateless"}},
 	"v1-with-eras": {Protocol: ProtocolVersion1, Implementation: Implementation{Name: "fake", Version: "0"},
 		Capabilities: []Capability{}, Profiles: []Profile{}, Eras: []Era{EraLegacy}},
+	"v2-with-pending-timers": {Protocol: ProtocolVersion2, Implementation: Implementation{Name: "fake", Version: "0"},
+		Capabilities: []Capability{CapPendingTimers}, Profiles: []Profile{}, Eras: []Era{EraLegacy}},
+	"v2": {Protocol: ProtocolVersion2, Implementation: Implementation{Name: "fake", Version: "0"},
+		Capabilities: []Capability{CapStatus, CapJournalPID}, Profiles: []Profile{ProfileCore}, Eras: []Era{EraLegacy}},
 	"v1": {Protocol: ProtocolVersion1, Implementation: Implementation{Name: "fake", Version: "0"},
 		Capabilities: []Capability{CapStatus, CapJournalPID}, Profiles: []Profile{ProfileCore}},
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/mcplife/mcplife/runtime/event"
 )
@@ -11,9 +14,15 @@ import (
 // ProtocolVersion is the version of the protocol this package speaks: the
 // client sends it in hello and the reference driver answers with it. A
 // driver answers hello with the version it implements; the client accepts
-// this version and ProtocolVersion1 (AcceptedProtocolVersions) and rejects
-// any other.
-const ProtocolVersion = "mcplife-driver/2"
+// this version and every earlier one (AcceptedProtocolVersions), each with
+// its own rules, and rejects any other.
+const ProtocolVersion = "mcplife-driver/3"
+
+// ProtocolVersion2 is the previous version of the protocol. Version 3 added
+// the capability pending-timers and its method timers.pending: a driver on
+// the real clock may list its implementation's pending timers, so the
+// harness decides a failing wait from evidence in real time too.
+const ProtocolVersion2 = "mcplife-driver/2"
 
 // ProtocolVersion1 is the previous version of the protocol. Version 2 added
 // the eras field of hello; a driver of version 1 announces no eras and is
@@ -24,7 +33,9 @@ const ProtocolVersion1 = "mcplife-driver/1"
 
 // AcceptedProtocolVersions returns the versions the client accepts in a
 // driver's hello, newest first.
-func AcceptedProtocolVersions() []string { return []string{ProtocolVersion, ProtocolVersion1} }
+func AcceptedProtocolVersions() []string {
+	return []string{ProtocolVersion, ProtocolVersion2, ProtocolVersion1}
+}
 
 // Era names a generation of the MCP protocol. The vocabulary is closed
 // within a protocol version, like capabilities and profiles.
@@ -74,6 +85,7 @@ const (
 	MethodClockAdvance     = "clock.advance"
 	MethodClockNow         = "clock.now"
 	MethodClockPending     = "clock.pending"
+	MethodTimersPending    = "timers.pending"
 	MethodShutdown         = "shutdown"
 )
 
@@ -105,6 +117,7 @@ func Methods() []MethodInfo {
 		{MethodClockAdvance, CapVirtualClock, "advance the virtual clock, firing the timers it passes"},
 		{MethodClockNow, "", "the current offset of the implementation's clock"},
 		{MethodClockPending, CapVirtualClock, "the pending timers of the virtual clock"},
+		{MethodTimersPending, CapPendingTimers, "the implementation's pending timers on the real clock (mcplife-driver/3)"},
 		{MethodShutdown, "", "close everything, answer, and exit 0"},
 	}
 }
@@ -135,7 +148,27 @@ const (
 	CapJournalPID       Capability = "journal-pid"
 	CapRemoteRecovery   Capability = "remote-recovery"
 	CapHostHandlers     Capability = "host-handlers"
+	CapPendingTimers    Capability = "pending-timers"
 )
+
+// CapabilitySince returns the protocol version that added capability c, or
+// "" for a capability of the first version: a driver of an earlier version
+// must not announce it.
+func CapabilitySince(c Capability) string {
+	if c == CapPendingTimers {
+		return ProtocolVersion
+	}
+	return ""
+}
+
+// versionNumber returns N of "mcplife-driver/N", or 0.
+func versionNumber(v string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(v, "mcplife-driver/"))
+	if err != nil {
+		return 0
+	}
+	return n
+}
 
 // CapabilityInfo documents one capability.
 type CapabilityInfo struct {
@@ -165,6 +198,7 @@ func Capabilities() []CapabilityInfo {
 		{CapJournalPID, "process.started and process.exited events and status carry the real OS pid of each stdio server process, so the harness can match them with the fixture's journal and check that no process is left behind."},
 		{CapRemoteRecovery, "remote (http) servers recover from what fails in the field, with remote.* events: a session the server forgot (404) is re-initialized once and an unseen call retried; a dropped response stream is resumed with Last-Event-ID after its `retry:`; a rejected credential is refreshed once through start.credentialsFile, then the server is in state needs-auth; Retry-After is honoured within the restart policy's longest delay."},
 		{CapHostHandlers, "the host-side handlers a server may use, each off unless its config entry enables it: \"progress\": true sends a progress token with each tool call and reports notifications/progress as tool.progress; \"sampling\": true answers sampling/createMessage with model \"mcplife-driver\" and the text `echo: <text of the last message>` (sampling.answered), refused otherwise; \"roots\" advertises those roots and answers roots/list (roots.listed); \"resources\" and \"prompts\": true list them after connect and on list_changed (resources.listed, prompts.listed)."},
+		{CapPendingTimers, "(mcplife-driver/3) on the real clock, timers.pending lists every pending timer of the implementation, the driver's own included: each one set and not yet fired or cleared, as the time left until it fires. A timer it cannot see (one of the language's internals) is listed as due now, so the harness never takes an implementation with such a timer for idle. The harness then decides a wait that can no longer succeed as it does with the virtual clock: nothing in flight, nothing changing, and no timer due before the wait's bound."},
 	}
 }
 
@@ -412,7 +446,7 @@ func (h *HelloResult) SpokenEras() []Era {
 func (h *HelloResult) Speaks(e Era) bool { return slices.Contains(h.SpokenEras(), e) }
 
 // Has reports whether the driver announced capability c.
-func (h *HelloResult) Has(c Capability) bool { return slices.Contains(h.Capabilities, c) }
+func (h *HelloResult) Has(c Capability) bool { return h != nil && slices.Contains(h.Capabilities, c) }
 
 // Claims reports whether the driver claims profile p.
 func (h *HelloResult) Claims(p Profile) bool { return slices.Contains(h.Profiles, p) }
@@ -642,11 +676,20 @@ type ClockResult struct {
 	NowMs int64 `json:"nowMs"`
 }
 
-// PendingResult is the result of clock.pending.
+// PendingResult is the result of clock.pending and timers.pending.
 type PendingResult struct {
 	// TimersMs is the time left until each pending timer fires, soonest
 	// first.
 	TimersMs []int64 `json:"timersMs"`
+}
+
+// durations returns TimersMs as durations.
+func (r PendingResult) durations() []time.Duration {
+	out := make([]time.Duration, len(r.TimersMs))
+	for i, v := range r.TimersMs {
+		out[i] = time.Duration(v) * time.Millisecond
+	}
+	return out
 }
 
 // Empty is the result of methods that return nothing.
@@ -660,7 +703,7 @@ func (h *HelloResult) validate() error {
 	}
 	switch {
 	case h.Protocol == ProtocolVersion1 && len(h.Eras) > 0:
-		return fmt.Errorf("driver: hello: eras is a field of %s, not of %s", ProtocolVersion, ProtocolVersion1)
+		return fmt.Errorf("driver: hello: eras is a field of %s and later, not of %s", ProtocolVersion2, ProtocolVersion1)
 	case h.Protocol != ProtocolVersion1 && len(h.Eras) == 0:
 		return fmt.Errorf("driver: hello: no eras (protocol %s requires the MCP protocol eras the implementation speaks)", h.Protocol)
 	}
@@ -683,6 +726,9 @@ func (h *HelloResult) validate() error {
 	for _, c := range h.Capabilities {
 		if !known[c] {
 			return fmt.Errorf("driver: hello: unknown capability %q (protocol %s)", c, h.Protocol)
+		}
+		if since := CapabilitySince(c); since != "" && versionNumber(h.Protocol) < versionNumber(since) {
+			return fmt.Errorf("driver: hello: capability %q is of %s, not of %s", c, since, h.Protocol)
 		}
 	}
 	profiles := map[Profile]ProfileInfo{}
@@ -714,5 +760,5 @@ func (e *VersionError) Error() string {
 	if impl == "" {
 		impl = "the driver"
 	}
-	return fmt.Sprintf("driver: protocol version mismatch: %s speaks %q, this harness speaks %q (and accepts %q)", impl, e.Got, ProtocolVersion, ProtocolVersion1)
+	return fmt.Sprintf("driver: protocol version mismatch: %s speaks %q, this harness speaks %q (and accepts %q)", impl, e.Got, ProtocolVersion, AcceptedProtocolVersions()[1:])
 }

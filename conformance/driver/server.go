@@ -95,8 +95,13 @@ func newDriver(opts ServeOptions) *driver {
 		opts.Implementation = Implementation{Name: "mcplife", Version: moduleVersion()}
 	}
 	if opts.Capabilities == nil {
+		// Every capability but pending-timers: the runtime's timers all
+		// run on its injected clock, so on the real clock go-sdk's own are
+		// out of sight.
 		for _, c := range Capabilities() {
-			opts.Capabilities = append(opts.Capabilities, c.Name)
+			if c.Name != CapPendingTimers {
+				opts.Capabilities = append(opts.Capabilities, c.Name)
+			}
 		}
 	}
 	if opts.Profiles == nil {

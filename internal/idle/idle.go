@@ -30,6 +30,11 @@
 //     scheduled); it grows with the round trips measured on this machine
 //     (25 times the slowest), so a loaded machine waits longer.
 //
+// On the real clock the same rules decide idleness for an implementation
+// whose driver lists its pending timers (capability pending-timers,
+// timers.pending): there the last condition is that no timer is due before
+// the wait's own bound, so what a timer would do comes too late either way.
+//
 // Contradictions are the other early end: evidence that what a requirement
 // forbids has already happened ends a wait at once, with either clock.
 package idle
@@ -74,13 +79,23 @@ const (
 // Error is the cause of a wait ended because the implementation went idle
 // before what was awaited happened.
 type Error struct {
-	// Timers are the pending virtual-clock timers when it went idle.
+	// Timers are the pending timers when it went idle: of the virtual
+	// clock, or (RealClock) the real-clock timers its driver listed.
 	Timers []time.Duration
 	// Settle is the settle window that was observed.
 	Settle time.Duration
+	// RealClock is set when the implementation runs on the real clock
+	// and its driver lists its timers (Source.RealTimers); Left is then
+	// what was left of the wait's bound, before which no timer was due.
+	RealClock bool
+	Left      time.Duration
 }
 
 func (e *Error) Error() string {
+	if e.RealClock {
+		return fmt.Sprintf("the implementation went idle: nothing in flight, no event, result, journal or process change for %v and across a barrier, and none of its pending timers %v (real clock, listed by its driver) due within the %v left of the wait; nothing more can happen in time unless the harness acts",
+			e.Settle.Round(time.Millisecond), e.Timers, e.Left.Round(time.Millisecond))
+	}
 	return fmt.Sprintf("the implementation went idle: nothing in flight, no event, result, journal or process change and no timer due for %v and across a barrier (pending virtual-clock timers %v); nothing more can happen until the harness acts",
 		e.Settle.Round(time.Millisecond), e.Timers)
 }
@@ -129,8 +144,13 @@ type Source struct {
 	// virtual clock, so nothing happens in it unless the harness acts or
 	// real I/O completes, or it has shut down (Client is nil). In real
 	// time an implementation's own timers are invisible: only
-	// contradictions end a wait early.
+	// contradictions end a wait early, unless RealTimers is set.
 	DecideIdle bool
+	// RealTimers says the implementation runs on the real clock and its
+	// driver lists its pending timers (timers.pending): the barrier asks
+	// for them, and the implementation is idle only when none is due
+	// before the wait's bound.
+	RealTimers bool
 	// Client is the driver's client; nil once the driver has shut down
 	// (then only the fixtures and the process table are watched: the
 	// protocol's shutdown leaves no server process behind).
@@ -152,6 +172,8 @@ type Source struct {
 	// followers read the journals incrementally during one Bound's watch;
 	// nil reads each journal whole.
 	followers map[string]*fixturejournal.Follower
+	// deadline is when the wait's real-time bound ends.
+	deadline time.Time
 }
 
 // Bound returns a context that ends when parent does, after d, when the
@@ -159,6 +181,7 @@ type Source struct {
 // (cause *ContradictedError). Call the CancelFunc when the wait is over.
 func Bound(parent context.Context, d time.Duration, src Source) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(parent, d)
+	src.deadline, _ = ctx.Deadline()
 	if !src.DecideIdle && len(src.Contradictions) == 0 {
 		return ctx, cancel
 	}
@@ -196,7 +219,7 @@ type snapshot struct {
 // harnesses poll with them, and they are answered at once.
 func isQuery(method string) bool {
 	switch method {
-	case driver.MethodToolsList, driver.MethodStatus, driver.MethodClockNow, driver.MethodClockPending, driver.MethodHello:
+	case driver.MethodToolsList, driver.MethodStatus, driver.MethodClockNow, driver.MethodClockPending, driver.MethodTimersPending, driver.MethodHello:
 		return true
 	}
 	return false
@@ -294,10 +317,18 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 		// The barrier: every event the implementation emitted before it
 		// answers is written before the answer.
 		var timers []time.Duration
+		// What is left of the bound, taken before the driver is asked: a
+		// timer it lists fires no sooner than that long after now.
+		left := time.Until(src.deadline)
 		if src.Client != nil {
 			t0 := time.Now()
 			var err error
-			if timers, err = src.Client.Pending(ctx); err != nil {
+			if src.RealTimers {
+				timers, err = src.Client.PendingTimers(ctx)
+			} else {
+				timers, err = src.Client.Pending(ctx)
+			}
+			if err != nil {
 				return
 			}
 			src.Pace.observe(time.Since(t0))
@@ -306,7 +337,20 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 			last, since = s, time.Now()
 			continue
 		}
-		stop(&Error{Timers: timers, Settle: settle})
+		if src.RealTimers && src.Client != nil {
+			if soonest := slices.Min(append(slices.Clone(timers), left)); soonest < left {
+				// A timer fires before the bound: what it does may be
+				// what the wait is for. Look again once it is due.
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(soonest):
+				}
+				last, since = src.observe(), time.Now()
+				continue
+			}
+		}
+		stop(&Error{Timers: timers, Settle: settle, RealClock: src.RealTimers && src.Client != nil, Left: left})
 		return
 	}
 }

@@ -156,3 +156,52 @@ func TestIdleReferenceRuntime(t *testing.T) {
 		t.Fatalf("await ended with %v (cause %v), want the idle decision", err, context.Cause(wctx))
 	}
 }
+
+// TestRealTimers runs a driver on the real clock that lists its
+// implementation's pending timers (pending-timers) and awaits an event that
+// never comes, with a bound of an hour: with no timer, or only one due after
+// the bound, the wait is decided idle at once; with one due before it, not
+// before that timer fired (the decision lists no pending timer).
+func TestRealTimers(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, timer string
+		listed      bool // the decision lists the timer
+	}{
+		{"none", "", false},
+		{"after the bound", "2h", true},
+		{"before the bound", "300ms", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			c, err := driver.StartCommand(ctx, []string{exe}, append(os.Environ(), timersDriverEnv+"="+tc.timer), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := c.Close(context.Background()); err != nil {
+					t.Error(err)
+				}
+			}()
+			if _, err := c.Hello(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Start(ctx, driver.StartParams{Clock: driver.ClockReal, Home: t.TempDir(), Env: map[string]string{}}); err != nil {
+				t.Fatal(err)
+			}
+			wctx, done := Bound(ctx, time.Hour, Source{DecideIdle: true, RealTimers: true, Client: c, HoldBound: time.Minute})
+			defer done()
+			_, err = c.Await(wctx, 0, event.Matcher{Kind: event.RestartSucceeded})
+			var ie *Error
+			if !errors.As(context.Cause(wctx), &ie) || err == nil {
+				t.Fatalf("await ended with %v (cause %v), want the idle decision", err, context.Cause(wctx))
+			}
+			if !ie.RealClock || (len(ie.Timers) > 0) != tc.listed || !strings.Contains(ie.Error(), "real clock") {
+				t.Errorf("decision %+v (%v): want the real clock, timer listed %t", ie, ie, tc.listed)
+			}
+		})
+	}
+}

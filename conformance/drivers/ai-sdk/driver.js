@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// driver.js: an mcplife-driver/2 driver (docs/DRIVER.md) for the Vercel AI
+// driver.js: an mcplife-driver/3 driver (docs/DRIVER.md) for the Vercel AI
 // SDK's MCP client (@ai-sdk/mcp). It is the small host an AI SDK user writes:
 // one createMCPClient per configured server (the package's StdioMCPTransport,
 // or its own http / sse transport), the tools of client.tools() handed to the

@@ -1,15 +1,21 @@
-// wire.js: the mcplife-driver/2 protocol plumbing shared by the Node drivers
+// wire.js: the mcplife-driver/3 protocol plumbing shared by the Node drivers
 // in conformance/drivers (docs/DRIVER.md sections 1-4): JSON lines on
 // stdin/stdout, one serialized writer, numbered events, requests handled
-// concurrently, tool.call outcomes as call_result lines, shutdown and EOF.
+// concurrently, tool.call outcomes as call_result lines, shutdown and EOF,
+// and timers.pending (capability pending-timers, announced for every
+// driver: timers.js sees the timers of the whole process).
 //
 // It has no dependencies and knows nothing about MCP: a driver gives it a
 // table of method handlers and an implementation to announce.
 
+import { pendingTimers } from './timers.js';
 import readline from 'node:readline';
 import { performance } from 'node:perf_hooks';
 
-export const PROTOCOL = 'mcplife-driver/2';
+export const PROTOCOL = 'mcplife-driver/3';
+// PROTOCOL_2 is the previous version, answered to a harness that asks for
+// it: without pending-timers, which version 3 added.
+const PROTOCOL_2 = 'mcplife-driver/2';
 
 /** DriverError is a response error with a stable code (docs/DRIVER.md section 10). */
 export class DriverError extends Error {
@@ -35,7 +41,7 @@ console.debug = console.error;
 export class Wire {
   constructor({ implementation, capabilities, profiles, eras, handlers, onShutdown }) {
     this.implementation = implementation;
-    this.capabilities = capabilities;
+    this.capabilities = [...capabilities, 'pending-timers'];
     this.profiles = profiles;
     this.eras = eras;
     this.handlers = handlers;
@@ -133,10 +139,11 @@ export class Wire {
       return;
     }
     if (method === 'hello') {
+      const v2 = params.protocol === PROTOCOL_2;
       this.respond(id, {
-        protocol: PROTOCOL,
+        protocol: v2 ? PROTOCOL_2 : PROTOCOL,
         implementation: this.implementation,
-        capabilities: this.capabilities,
+        capabilities: v2 ? this.capabilities.filter((c) => c !== 'pending-timers') : this.capabilities,
         profiles: this.profiles,
         eras: this.eras,
       });
@@ -163,6 +170,11 @@ export class Wire {
     if (method === 'clock.now') {
       if (!this.started) return this.fail(id, 'not_started', 'start first');
       this.respond(id, { nowMs: this.now() });
+      return;
+    }
+    if (method === 'timers.pending') {
+      if (!this.started) return this.fail(id, 'not_started', 'start first');
+      this.respond(id, { timersMs: pendingTimers() });
       return;
     }
     const h = this.handlers[method];

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// driver.js: an mcplife-driver/2 driver (docs/DRIVER.md) for LangChain's
+// driver.js: an mcplife-driver/3 driver (docs/DRIVER.md) for LangChain's
 // MCP adapters: one MultiServerMCPClient (@langchain/mcp-adapters) holds
 // every configured server, and tools are the LangChain tools it loads,
 // called with tool.invoke(args, {signal, timeout}) as an agent would.

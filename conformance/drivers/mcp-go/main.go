@@ -1,4 +1,4 @@
-// Command mcp-go is an mcplife-driver/2 driver (docs/DRIVER.md) for the Go
+// Command mcp-go is an mcplife-driver/3 driver (docs/DRIVER.md) for the Go
 // MCP client library github.com/mark3labs/mcp-go. It is the small host a Go
 // host author writes around that library: one client.Client per configured
 // server (stdio, streamable HTTP or SSE transport), tools exposed as

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// driver.js: an mcplife-driver/2 driver (docs/DRIVER.md) for the MCP
+// driver.js: an mcplife-driver/3 driver (docs/DRIVER.md) for the MCP
 // TypeScript SDK v2's client package. It is the small host a host author
 // writes around @modelcontextprotocol/client: one Client per configured
 // server (stdio,

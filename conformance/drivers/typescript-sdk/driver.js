@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// driver.js: an mcplife-driver/2 driver (docs/DRIVER.md) for the official
+// driver.js: an mcplife-driver/3 driver (docs/DRIVER.md) for the official
 // MCP TypeScript SDK. It is the small host a host author writes around
 // @modelcontextprotocol/sdk: one Client per configured server (stdio,
 // streamable HTTP or SSE transport), tools exposed as mcp_<server>_<tool>,
