@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/internal/idle"
 	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/internal/textsafe"
 	"github.com/onsi/ginkgo/v2"
@@ -105,28 +108,126 @@ func (h *H) exposedWithin(server, tool string, from time.Time, bound time.Durati
 		if time.Since(from)+500*time.Millisecond >= bound {
 			return "", len(tools)
 		}
-		h.Pass(500)
+		// tools.list only reads: once the implementation is idle with no
+		// timer due before the bound, the list cannot change any more.
+		if h.idleWithin(from.Add(bound), 500*time.Millisecond) {
+			tools = h.Tools("main")
+			if i := slices.IndexFunc(tools, func(t driver.Tool) bool { return t.Server == server && t.Tool == tool }); i >= 0 {
+				return tools[i].Name, len(tools)
+			}
+			h.Measure("listing stopped %s after the start: idle, no timer due", seconds(time.Since(from)))
+			return "", len(tools)
+		}
 	}
 }
 
 // retryUntil calls tool with a text argument, and again half a second
 // after each call that did not answer with it, until one answers or bound
-// of real time has passed since from, as a user retries.
+// of real time has passed since from, as a user retries. It stops early
+// once the failure is steady: the last steadyCalls calls failed alike,
+// each left the same trace at the servers (the kinds of the journal
+// entries it added: none when nothing reached a server), and after each
+// the implementation went idle with no timer due before the bound
+// (internal/idle; with a driver on the real clock, one that lists its
+// timers, pending-timers). Then nothing but another call can change the
+// implementation, and another call would find it as the last one did.
 func (h *H) retryUntil(tool string, from time.Time, bound time.Duration) (calls int, recovered bool, last string) {
 	ginkgo.GinkgoHelper()
+	deadline := from.Add(bound)
+	quiet := 0
+	var trace string
 	for !recovered {
-		left := bound - time.Since(from)
+		left := time.Until(deadline)
 		if left <= 0 {
 			break
 		}
+		marks, previous, previousTrace := h.journalMarks(), last, trace
 		calls++
 		r, _, ok := h.timedCall(tool, map[string]any{"text": "are you back?"}, left)
 		recovered, last = succeeded(r, ok, "are you back?"), outcomeOf(r, ok)
-		if pause := min(500*time.Millisecond, bound-time.Since(from)); !recovered && pause > 0 {
-			h.Pass(pause.Milliseconds())
+		pause := min(500*time.Millisecond, time.Until(deadline))
+		if recovered || pause <= 0 {
+			continue
+		}
+		if !h.idleWithin(deadline, pause) {
+			quiet = 0
+			continue
+		}
+		trace = h.journalTrace(marks)
+		if quiet == 0 || last == previous && trace == previousTrace {
+			quiet++
+		} else {
+			quiet = 1
+		}
+		if quiet == steadyCalls {
+			h.Measure("retries stopped after %d calls: a steady failure", calls)
+			break
 		}
 	}
 	return calls, recovered, last
+}
+
+// steadyCalls is how many failing calls in a row that change nothing make
+// a steady failure (retryUntil).
+const steadyCalls = 2
+
+// idleWithin waits up to d for the implementation to go idle with no
+// timer due before deadline (internal/idle), and reports whether it did.
+// Without idle decisions (a driver on the real clock that does not list
+// its timers) it waits d and reports false.
+func (h *H) idleWithin(deadline time.Time, d time.Duration) bool {
+	ginkgo.GinkgoHelper()
+	ctx, cancel := h.boundCtx(time.Until(deadline))
+	defer cancel()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		var ie *idle.Error
+		if errors.As(context.Cause(ctx), &ie) {
+			return true
+		}
+		// The bound passed or a contradiction: wait out the pause.
+		select {
+		case <-t.C:
+		case <-h.ctx.Done():
+			h.fail("interrupted")
+		}
+		return false
+	case <-t.C:
+		return false
+	case <-h.ctx.Done():
+		h.fail("interrupted")
+		return false
+	}
+}
+
+// journalMarks returns how many entries each fixture journal of the spec
+// holds.
+func (h *H) journalMarks() map[string]int {
+	marks := make(map[string]int, len(h.journals))
+	for k := range h.journals {
+		marks[k] = len(h.readJournal(k))
+	}
+	return marks
+}
+
+// journalTrace describes what the fixture journals gained since marks: the
+// kinds of the new entries, journal by journal.
+func (h *H) journalTrace(marks map[string]int) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(h.journals)) {
+		es := h.readJournal(k)
+		if len(es) <= marks[k] {
+			continue
+		}
+		fmt.Fprintf(&b, "%s:", k)
+		for _, e := range es[marks[k]:] {
+			fmt.Fprintf(&b, " %s", e.Kind)
+		}
+		b.WriteString(";")
+	}
+	return b.String()
 }
 
 // jsonDiff lists where two decoded JSON values differ, as JSON-pointer-like

@@ -16,7 +16,8 @@
 //     step that ends it is gone, and every tool call in flight is either cut
 //     off (its connection closed) or held on purpose by its fixture (a hang,
 //     a sleep or a dropped ping longer than the hold bound, an initialize
-//     held by the harness);
+//     held by the harness, a refusal with Retry-After, stdout closed while
+//     the process lives on);
 //   - no fixture has real-time work of its own pending (a shorter hang or
 //     sleep, an armed self-exit);
 //   - no request that changes the implementation is outstanding, except
@@ -575,7 +576,7 @@ func (src Source) connectSettled(c event.Event, started []event.Event, j journal
 }
 
 // fixtureWorking names real-time work a fixture will finish by itself: a
-// hang, a sleep or an armed self-exit due within the hold bound.
+// hang, a sleep, an armed self-exit or idle exit due within the hold bound.
 func (src Source) fixtureWorking(key string, j journal) string {
 	l := latestLaunch(j)
 	if len(l) == 0 || !proctest.Alive(l[0].PID) {
@@ -593,6 +594,13 @@ func (src Source) fixtureWorking(key string, j journal) string {
 	}
 	if a := l.last("exit-armed"); a.Seq > 0 && l.last("exit").Seq < a.Seq && time.Duration(a.Int("delayMs"))*time.Millisecond < src.HoldBound {
 		return "fixture " + key + ": a self-exit is armed"
+	}
+	// MCP_FIXTURE_IDLE_EXIT_MS: the first launch exits by itself once idle
+	// that long after its first tools/list (the timer is not journaled: it
+	// restarts with every request).
+	if ms, err := strconv.Atoi(src.Knobs[key]["MCP_FIXTURE_IDLE_EXIT_MS"]); err == nil && ms > 0 &&
+		time.Duration(ms)*time.Millisecond < src.HoldBound && l[0].Launch == 1 && l.last("tools-list").Seq > 0 && l.last("exit").Seq == 0 {
+		return "fixture " + key + ": an idle exit is armed"
 	}
 	return ""
 }
@@ -723,9 +731,14 @@ func callHeld(j journal, bound time.Duration) bool {
 	if ms, ok := openSleep(l); ok && ms >= bound {
 		return true
 	}
-	// The fixture's last word refused the request with Retry-After: what
-	// happens next is the implementation's own decision.
-	return len(l) > 0 && l[len(l)-1].Kind == "throttled"
+	// The fixture closed its stdout and lives on: nothing of the call can
+	// come from it any more, and the end of the stream has reached the
+	// implementation. Or its last word refused the request with
+	// Retry-After. What happens next is the implementation's own decision.
+	if c := l.last("corrupt"); c.Seq > 0 && c.Str("what") == "close-stdout" {
+		return true
+	}
+	return l[len(l)-1].Kind == "throttled"
 }
 
 // probeHeld reports whether the server's latest launch leaves a probe

@@ -55,9 +55,23 @@ func TestFixtureWork(t *testing.T) {
 		{"an armed self-exit", []map[string]any{launch, {"kind": "exit-armed", "delayMs": 2000}}, true},
 		{"a self-exit behind a blocking hang cannot fire", []map[string]any{launch, {"kind": "exit-armed", "delayMs": 2000}, {"kind": "hang-start", "ms": 600000, "blocking": true}}, false},
 	}
-	for _, c := range cases {
+	idleExit := map[string]string{"MCP_FIXTURE_IDLE_EXIT_MS": "1500"}
+	listed := map[string]any{"kind": "tools-list", "count": 9}
+	cases = append(cases, []struct {
+		name    string
+		entries []map[string]any
+		busy    bool
+	}{
+		{"an idle exit before the first tools/list is not armed", []map[string]any{launch, {"kind": "initialize"}}, false},
+		{"an idle exit after the first tools/list is armed", []map[string]any{launch, listed}, true},
+		{"an idle exit that happened", []map[string]any{launch, listed, {"kind": "exit", "reason": "idle-exit", "code": 0}}, false},
+	}...)
+	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			src := Source{Journals: map[string]string{"fx": writeJournal(t, c.entries...)}, HoldBound: bound}
+			if i >= len(cases)-3 {
+				src.Knobs = map[string]map[string]string{"fx": idleExit}
+			}
 			if got := src.Busy(t.Context()); (got != "") != c.busy {
 				t.Errorf("Busy() = %q, want busy %v", got, c.busy)
 			}
@@ -84,6 +98,13 @@ func TestHolds(t *testing.T) {
 	}
 	if callHeld(readFile(t, writeJournal(t, launch, map[string]any{"kind": "hang-start", "ms": 10})), bound) {
 		t.Error("a call hanging 10 ms is held")
+	}
+	closed := map[string]any{"kind": "corrupt", "what": "close-stdout", "at": "tool"}
+	if !callHeld(readFile(t, writeJournal(t, launch, map[string]any{"kind": "call-start", "tool": "corrupt"}, closed, map[string]any{"kind": "call-end", "tool": "corrupt"})), bound) {
+		t.Error("a call whose server closed stdout and lives on is not held")
+	}
+	if callHeld(readFile(t, writeJournal(t, launch, map[string]any{"kind": "call-start", "tool": "corrupt"}, map[string]any{"kind": "corrupt", "what": "garbage", "at": "tool"})), bound) {
+		t.Error("a call whose server wrote garbage is held")
 	}
 	if !probeHeld(readFile(t, writeJournal(t, launch, map[string]any{"kind": "ping", "action": "dropped"})), bound) {
 		t.Error("a dropped ping does not hold the probe")
