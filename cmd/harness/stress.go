@@ -23,6 +23,7 @@ type stressFlags struct {
 	runs       int
 	gomaxprocs int
 	burners    int
+	parallel   int
 	json       string
 	all        bool
 }
@@ -30,7 +31,7 @@ type stressFlags struct {
 // stressFlagNames are the flags a stressed run leaves out of its children's
 // command lines, with whether each takes a value.
 var stressFlagNames = map[string]bool{
-	"stress": true, "stress-gomaxprocs": true, "stress-burners": true, "stress-json": true, "stress-all": false,
+	"stress": true, "stress-gomaxprocs": true, "stress-burners": true, "stress-parallel": true, "stress-json": true, "stress-all": false,
 	"json": true, "junit": true,
 }
 
@@ -38,6 +39,7 @@ func (s *stressFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.runs, "stress", 0, "run `N` times, each in its own process with GOMAXPROCS=-stress-gomaxprocs beside CPU burners, and print a flake table (build the harness with -race for the full check; see .ci/stress)")
 	fs.IntVar(&s.gomaxprocs, "stress-gomaxprocs", 1, "GOMAXPROCS of each stressed run")
 	fs.IntVar(&s.burners, "stress-burners", 0, "spinning goroutines beside the stressed runs (0: one per CPU, -1: none)")
+	fs.IntVar(&s.parallel, "stress-parallel", 1, "stressed runs at once; each contends with the others as with the burners")
 	fs.StringVar(&s.json, "stress-json", "", "write the stress report as JSON to `FILE`")
 	fs.BoolVar(&s.all, "stress-all", false, "list every check in the flake table, not only those that failed")
 }
@@ -81,6 +83,7 @@ func runStress(command string, args []string, s stressFlags, parse func(string) 
 		Runs:       s.runs,
 		GOMAXPROCS: s.gomaxprocs,
 		Burners:    s.burners,
+		Parallel:   s.parallel,
 		Progress:   stdout,
 	}
 	fmt.Fprintf(stdout, "stress: %d runs of harness %s %s (race detector %s, GOMAXPROCS=%d)\n",

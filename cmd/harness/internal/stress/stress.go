@@ -50,6 +50,9 @@ type Config struct {
 	// Burners is how many goroutines of this process spin while the runs go
 	// on (negative: none; 0: one per CPU).
 	Burners int
+	// Parallel is how many runs go on at once (0: 1); runs beside each
+	// other contend for the CPUs as the burners do.
+	Parallel int
 	// RunTimeout bounds one run in real time (0: 30 minutes).
 	RunTimeout time.Duration
 	// Progress, when not nil, gets one line per run.
@@ -86,6 +89,7 @@ type Report struct {
 	Command    []string      `json:"command"`
 	GOMAXPROCS int           `json:"gomaxprocs"`
 	Burners    int           `json:"burners"`
+	Parallel   int           `json:"parallel"`
 	Runs       []RunResult   `json:"runs"`
 	Rows       []Row         `json:"rows"`
 	Wall       time.Duration `json:"wallNs"`
@@ -119,8 +123,8 @@ func (r *Report) OK() bool { return len(r.Flaky()) == 0 && len(r.BrokenRuns()) =
 // ErrNoRuns is returned for a Config that asks for no run.
 var ErrNoRuns = errors.New("stress: at least one run is needed")
 
-// Run makes the runs one after the other and tallies the verdicts. It stops
-// early, with the runs made so far, when ctx is done.
+// Run makes the runs, Config.Parallel at a time, and tallies the verdicts.
+// It stops early, with the runs made so far, when ctx is done.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Runs < 1 {
 		return nil, ErrNoRuns
@@ -139,6 +143,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if burners < 0 {
 		burners = 0
 	}
+	parallel := max(cfg.Parallel, 1)
 	timeout := cfg.RunTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Minute
@@ -152,13 +157,60 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	stop := burn(burners)
 	defer stop()
 
-	rep := &Report{Command: cfg.Command, GOMAXPROCS: procs, Burners: burners}
-	rows := map[string]*Row{}
+	rep := &Report{Command: cfg.Command, GOMAXPROCS: procs, Burners: burners, Parallel: parallel}
+	type outcome struct {
+		res      RunResult
+		verdicts []Verdict
+		made     bool
+	}
+	outcomes := make([]outcome, cfg.Runs)
 	start := time.Now()
-	for i := 1; i <= cfg.Runs && ctx.Err() == nil; i++ {
-		res, verdicts := runOnce(ctx, cfg, dir, i, procs, timeout)
-		var failing []string
-		for _, v := range verdicts {
+	var mu sync.Mutex // Progress
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallel)
+runs:
+	for i := 1; i <= cfg.Runs; i++ {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break runs
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			res, verdicts := runOnce(ctx, cfg, dir, i, procs, timeout)
+			var failing []string
+			for _, v := range verdicts {
+				switch {
+				case v.Failed:
+					res.Failed++
+					failing = append(failing, v.ID)
+				case !v.Skipped:
+					res.Passed++
+				}
+			}
+			outcomes[i-1] = outcome{res, verdicts, true}
+			if cfg.Progress != nil {
+				status := fmt.Sprintf("%d passed, %d failed", res.Passed, res.Failed)
+				if len(failing) > 0 {
+					status += " (" + strings.Join(failing, ", ") + ")"
+				}
+				if res.Error != "" {
+					status = "no report: " + res.Error
+				}
+				mu.Lock()
+				fmt.Fprintf(cfg.Progress, "stress run %d/%d: %s (exit %d, %.1fs)\n", i, cfg.Runs, status, res.Exit, res.Duration.Seconds())
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	rep.Wall = time.Since(start)
+	rows := map[string]*Row{}
+	for i, o := range outcomes {
+		if !o.made {
+			continue
+		}
+		for _, v := range o.verdicts {
 			row := rows[v.ID]
 			if row == nil {
 				row = &Row{ID: v.ID}
@@ -168,30 +220,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			switch {
 			case v.Failed:
 				row.Failures++
-				res.Failed++
-				failing = append(failing, v.ID)
 				if row.FirstFailure == "" {
-					row.FirstFailure, row.FirstRun = v.Message, i
+					row.FirstFailure, row.FirstRun = v.Message, i+1
 				}
 			case v.Skipped:
 				row.Skipped++
-			default:
-				res.Passed++
 			}
 		}
-		rep.Runs = append(rep.Runs, res)
-		if cfg.Progress != nil {
-			status := fmt.Sprintf("%d passed, %d failed", res.Passed, res.Failed)
-			if len(failing) > 0 {
-				status += " (" + strings.Join(failing, ", ") + ")"
-			}
-			if res.Error != "" {
-				status = "no report: " + res.Error
-			}
-			fmt.Fprintf(cfg.Progress, "stress run %d/%d: %s (exit %d, %.1fs)\n", i, cfg.Runs, status, res.Exit, res.Duration.Seconds())
-		}
+		rep.Runs = append(rep.Runs, o.res)
 	}
-	rep.Wall = time.Since(start)
 	for _, row := range rows {
 		rep.Rows = append(rep.Rows, *row)
 	}
@@ -343,8 +380,8 @@ func (r *Report) WriteTable(w io.Writer, all bool) {
 	if n := len(r.Rows) - ran; n > 0 {
 		skipped = fmt.Sprintf(", %d skipped in every run", n)
 	}
-	fmt.Fprintf(w, "stress: %d runs of %d checks%s (GOMAXPROCS=%d, %d burners, %.1fs): %d failures in %d checks, %d runs without a report\n",
-		len(r.Runs), ran, skipped, r.GOMAXPROCS, r.Burners, r.Wall.Seconds(), failures, len(r.Flaky()), len(r.BrokenRuns()))
+	fmt.Fprintf(w, "stress: %d runs of %d checks%s (GOMAXPROCS=%d, %d burners, %d at a time, %.1fs): %d failures in %d checks, %d runs without a report\n",
+		len(r.Runs), ran, skipped, r.GOMAXPROCS, r.Burners, max(r.Parallel, 1), r.Wall.Seconds(), failures, len(r.Flaky()), len(r.BrokenRuns()))
 }
 
 // WriteJSON writes the report as indented JSON.

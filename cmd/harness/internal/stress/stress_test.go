@@ -19,6 +19,9 @@ import (
 // to the counter file, and the check "flaky" fails on the second run.
 const childEnv = "STRESS_TEST_COUNTER"
 
+// byNameEnv makes the child take its run number from its report's name.
+const byNameEnv = "STRESS_TEST_BY_NAME"
+
 func TestMain(m *testing.M) {
 	if counter := os.Getenv(childEnv); counter != "" {
 		os.Exit(child(counter, os.Args[len(os.Args)-1]))
@@ -35,6 +38,10 @@ func child(counter, report string) int {
 	f.Close()
 	b, _ := os.ReadFile(counter)
 	run := strings.Count(string(b), "\n")
+	if os.Getenv(byNameEnv) != "" {
+		// Runs beside each other: the run number is the report's name.
+		fmt.Sscanf(filepath.Base(report), "run-%d.json", &run)
+	}
 	verdicts := []Verdict{{ID: "steady"}, {ID: "flaky", Failed: run == 2, Message: "run " + strconv.Itoa(run) + " lost a race\nsecond line"}, {ID: "skipped", Skipped: true}}
 	out, _ := json.Marshal(verdicts)
 	if err := os.WriteFile(report, out, 0o644); err != nil {
@@ -94,6 +101,32 @@ func TestRunTalliesFlakes(t *testing.T) {
 	if !strings.Contains(table.String(), "run 2: run 2 lost a race") || strings.Contains(table.String(), "second line") ||
 		!strings.Contains(table.String(), "3 runs of 2 checks, 1 skipped in every run") || !strings.Contains(table.String(), "1 failures in 1 checks") {
 		t.Errorf("table:\n%s", table.String())
+	}
+}
+
+// TestRunParallel makes 4 runs, 2 at a time: every run is made once and
+// tallied in run order, whichever finished first.
+func TestRunParallel(t *testing.T) {
+	t.Setenv(childEnv, filepath.Join(t.TempDir(), "counter"))
+	t.Setenv(byNameEnv, "1")
+	rep, err := Run(context.Background(), Config{
+		Command: []string{os.Args[0], "-test.run=^$"}, JSONFlag: "-report", Parse: parse,
+		Runs: 4, GOMAXPROCS: 1, Burners: -1, Parallel: 2, TempDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Parallel != 2 || len(rep.Runs) != 4 {
+		t.Fatalf("report: %d at a time, %d runs; want 2 and 4", rep.Parallel, len(rep.Runs))
+	}
+	for i, r := range rep.Runs {
+		if r.Run != i+1 || r.Exit != map[bool]int{true: 1, false: 0}[i == 1] {
+			t.Errorf("run %d: %+v", i+1, r)
+		}
+	}
+	flaky := rep.Flaky()
+	if len(flaky) != 1 || flaky[0].ID != "flaky" || flaky[0].Runs != 4 || flaky[0].Failures != 1 || flaky[0].FirstRun != 2 {
+		t.Errorf("flake rows %+v", flaky)
 	}
 }
 
