@@ -155,20 +155,8 @@ func TestIdleReferenceRuntime(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	c, err := driver.StartInProcess(ctx, driver.ServeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	if _, err := c.Hello(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx, driver.StartParams{Clock: driver.ClockVirtual, Home: t.TempDir(), Env: map[string]string{}}); err != nil {
-		t.Fatal(err)
-	}
+	started(t, c, err, driver.ClockVirtual)
+	defer closeDriver(t, c)
 	wctx, done := Bound(ctx, time.Hour, Source{DecideIdle: true, Client: c, HoldBound: time.Minute})
 	defer done()
 	_, err = c.Await(wctx, 0, event.Matcher{Kind: event.RestartSucceeded})
@@ -199,20 +187,8 @@ func TestRealTimers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
 			c, err := driver.StartCommand(ctx, []string{exe}, append(os.Environ(), timersDriverEnv+"="+tc.timer), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				if err := c.Close(context.Background()); err != nil {
-					t.Error(err)
-				}
-			}()
-			if _, err := c.Hello(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Start(ctx, driver.StartParams{Clock: driver.ClockReal, Home: t.TempDir(), Env: map[string]string{}}); err != nil {
-				t.Fatal(err)
-			}
+			started(t, c, err, driver.ClockReal)
+			defer closeDriver(t, c)
 			wctx, done := Bound(ctx, time.Hour, Source{DecideIdle: true, RealTimers: true, Client: c, HoldBound: time.Minute})
 			defer done()
 			_, err = c.Await(wctx, 0, event.Matcher{Kind: event.RestartSucceeded})
@@ -224,5 +200,29 @@ func TestRealTimers(t *testing.T) {
 				t.Errorf("decision %+v (%v): want the real clock, timer listed %t", ie, ie, tc.listed)
 			}
 		})
+	}
+}
+
+// started checks that the driver c started (err), then says hello and
+// starts it with clock. The caller closes it (closeDriver) before its
+// context ends.
+func started(t *testing.T, c *driver.Client, err error, clock string) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Hello(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(t.Context(), driver.StartParams{Clock: clock, Home: t.TempDir(), Env: map[string]string{}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closeDriver shuts the driver c down.
+func closeDriver(t *testing.T, c *driver.Client) {
+	t.Helper()
+	if err := c.Close(context.Background()); err != nil {
+		t.Error(err)
 	}
 }
