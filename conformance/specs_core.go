@@ -644,12 +644,17 @@ var _ = Spec(Requirement{
 	}()
 	eof := h.AwaitJournal("fx", "stdin-eof", 1).Last("stdin-eof")
 	h.Verify(Journal, eof.Bool("ignored"), "stdin was closed first (and ignored)", "stdin-eof %v", eof.Fields)
+	// The fixture may see EOF before the implementation has armed the
+	// step's wait: each step is announced once its wait is armed
+	// (process.signaled), so the clock is advanced only after that.
 	if h.Virtual() {
+		h.Await(Ev(event.ProcessSignaled, "fx", "step", "stdin-closed"))
 		h.AdvanceToNext()
 	}
 	sig := h.AwaitJournal("fx", "signal", 1).Last("signal")
 	h.Verify(Journal, sig.Str("signal") == "SIGTERM" && sig.Bool("ignored"), "then SIGTERM (ignored)", "signal %v", sig.Fields)
 	if h.Virtual() {
+		h.Await(Ev(event.ProcessSignaled, "fx", "step", "SIGTERM"))
 		h.AdvanceToNext()
 	}
 	h.Verify(Process, h.AwaitGone(pid), "then the process is killed", "pid %d", pid)
