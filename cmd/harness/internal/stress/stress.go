@@ -24,6 +24,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcplife/mcplife/internal/textsafe"
 )
 
 // Verdict is the outcome of one check (a requirement, a scenario) in one run.
@@ -361,9 +363,17 @@ func (r *Report) WriteTable(w io.Writer, all bool) {
 		for _, row := range rows {
 			msg := "-"
 			if row.FirstFailure != "" {
-				msg = fmt.Sprintf("run %d: %s", row.FirstRun, firstLine(row.FirstFailure, 100))
+				msg = fmt.Sprintf("run %d: %s", row.FirstRun, textsafe.Line(firstLine(row.FirstFailure, 100)))
 			}
 			fmt.Fprintf(w, "%-32s %5d %8d  %s\n", row.ID, row.Runs, row.Failures, msg)
+		}
+	}
+	// The table keeps one line per check; what decided each first failure
+	// follows in full (its last lines), so a flake seen once in CI can be
+	// diagnosed from the log alone.
+	for _, row := range rows {
+		if row.FirstFailure != "" {
+			fmt.Fprintf(w, "first failure of %s (run %d):\n%s\n", row.ID, row.FirstRun, indent(textsafe.Block(row.FirstFailure)))
 		}
 	}
 	for _, run := range r.BrokenRuns() {

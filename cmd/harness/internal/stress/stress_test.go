@@ -98,7 +98,9 @@ func TestRunTalliesFlakes(t *testing.T) {
 	}
 	var table bytes.Buffer
 	rep.WriteTable(&table, false)
-	if !strings.Contains(table.String(), "run 2: run 2 lost a race") || strings.Contains(table.String(), "second line") ||
+	row, details, _ := strings.Cut(table.String(), "first failure of flaky (run 2):\n")
+	if !strings.Contains(row, "run 2: run 2 lost a race") || strings.Contains(row, "second line") ||
+		!strings.Contains(details, "    run 2 lost a race") || !strings.Contains(details, "    second line") ||
 		!strings.Contains(table.String(), "3 runs of 2 checks, 1 skipped in every run") || !strings.Contains(table.String(), "1 failures in 1 checks") {
 		t.Errorf("table:\n%s", table.String())
 	}
