@@ -82,7 +82,7 @@ func TestScriptWithoutChecksFails(t *testing.T) {
 func TestUndeclaredCapabilitySkips(t *testing.T) {
 	var caps []driver.Capability
 	for _, c := range driver.Capabilities() {
-		if c.Name != driver.CapTrustGate && c.Name != driver.CapPendingTimers {
+		if c.Name != driver.CapTrustGate {
 			caps = append(caps, c.Name)
 		}
 	}

@@ -29,6 +29,7 @@ func (d *driver) handlers() Handlers {
 		ServerDisconnect: d.serverDisconnect,
 		ClockAdvance:     d.clockAdvance,
 		ClockPending:     d.clockPending,
+		TimersPending:    d.timersPending,
 		Shutdown:         d.shutdown,
 	}
 }

@@ -78,7 +78,8 @@ type driver struct {
 	mu       sync.Mutex
 	rt       *host.Runtime
 	clk      clock.Clock
-	fake     *clocktest.Fake // nil with the real clock
+	fake     *clocktest.Fake    // nil with the real clock
+	tracked  *clocktest.Tracked // nil with the virtual clock
 	origin   time.Time
 	fwd      *forwarder
 	sessions map[string]*host.Session // nil value: opening
@@ -95,13 +96,13 @@ func newDriver(opts ServeOptions) *driver {
 		opts.Implementation = Implementation{Name: "mcplife", Version: moduleVersion()}
 	}
 	if opts.Capabilities == nil {
-		// Every capability but pending-timers: the runtime's timers all
-		// run on its injected clock, so on the real clock go-sdk's own are
-		// out of sight.
+		// Every capability, pending-timers included: the runtime waits on
+		// nothing but its injected clock (go-sdk's own timers are not on
+		// its client path: reconnection is off, MaxRetries -1, and so is
+		// keep-alive), so on the real clock the tracked clock lists them
+		// all.
 		for _, c := range Capabilities() {
-			if c.Name != CapPendingTimers {
-				opts.Capabilities = append(opts.Capabilities, c.Name)
-			}
+			opts.Capabilities = append(opts.Capabilities, c.Name)
 		}
 	}
 	if opts.Profiles == nil {

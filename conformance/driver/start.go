@@ -18,11 +18,18 @@ import (
 // schema (the clock, configFiles, inline servers, option ranges), that a
 // virtual clock is announced, and that no start succeeded before.
 func (d *driver) start(ctx context.Context, p *StartParams) error {
-	var clk clock.Clock = clock.Real{}
+	// On the real clock the runtime's timers are tracked, so that the
+	// driver can list them (timers.pending): every duration the runtime
+	// waits on goes through its clock.
+	var clk clock.Clock
 	var fake *clocktest.Fake
+	var tracked *clocktest.Tracked
 	if p.Clock == ClockVirtual {
 		fake = clocktest.New()
 		clk = fake
+	} else {
+		tracked = clocktest.NewTracked()
+		clk = tracked
 	}
 	files := make([]config.File, 0, len(p.ConfigFiles))
 	for _, f := range p.ConfigFiles {
@@ -86,7 +93,7 @@ func (d *driver) start(ctx context.Context, p *StartParams) error {
 		return fail(rerr(CodeFailed, "start: %v", err))
 	}
 	d.mu.Lock()
-	d.rt, d.clk, d.fake, d.origin = rt, clk, fake, origin
+	d.rt, d.clk, d.fake, d.tracked, d.origin = rt, clk, fake, tracked, origin
 	d.mu.Unlock()
 	return nil
 }

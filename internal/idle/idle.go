@@ -14,15 +14,18 @@
 //     and session re-initialization has ended, every process that died has
 //     been collected, every process the implementation is stopping with a
 //     step that ends it is gone, and every tool call in flight is either cut
-//     off (its connection closed) or held on purpose by its fixture (a hang,
+//     off (its connection closed; or sent after it closed, with no process
+//     of the server left) or held on purpose by its fixture (a hang,
 //     a sleep or a dropped ping longer than the hold bound, an initialize
 //     held by the harness, a refusal with Retry-After, stdout closed while
 //     the process lives on);
 //   - no fixture has real-time work of its own pending (a shorter hang or
 //     sleep, an armed self-exit);
-//   - no request that changes the implementation is outstanding, except,
-//     with the virtual clock, those the protocol lets wait on it
-//     (session.open, session.close, reload, server.disconnect);
+//   - no request that changes the implementation is outstanding, except
+//     those the protocol lets wait on its timers (session.open,
+//     session.close, reload, server.disconnect): with the virtual clock,
+//     or on the real clock when the implementation announces its connects
+//     (server.connecting), so that the rules above see its I/O;
 //   - all of this, the event stream, the results, every journal and the
 //     process table stay unchanged for a settle window and across a
 //     clock.pending round trip after it (a barrier: the protocol writes
@@ -377,14 +380,19 @@ func (src Source) Busy(ctx context.Context) string {
 func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 	stalled := stableFor >= stallWindow
 	if src.Client != nil {
+		// An implementation that announces its connects (server.connecting)
+		// has its I/O judged by the rules below.
+		announces := slices.ContainsFunc(src.Client.Events(), func(e event.Event) bool { return e.Kind == event.ServerConnecting })
 		for _, m := range src.Client.Outstanding() {
 			switch {
 			case isQuery(m):
-			case !src.RealTimers && (m == driver.MethodSessionOpen || m == driver.MethodSessionClose || m == driver.MethodReload || m == driver.MethodServerDisconnect):
-				// These may wait on the virtual clock (DRIVER.md section 3).
-				// On the real clock they end by themselves: a client that
-				// announces nothing while it connects (no server.connecting)
-				// is at work, not idle, until they answer.
+			case (!src.RealTimers || announces) && (m == driver.MethodSessionOpen || m == driver.MethodSessionClose || m == driver.MethodReload || m == driver.MethodServerDisconnect):
+				// These may wait on the implementation's timers (DRIVER.md
+				// section 3): on the virtual clock, or on the real one
+				// where the driver lists them. On the real clock a client
+				// that announces nothing while it connects (no
+				// server.connecting) is at work, not idle, until they
+				// answer.
 			default:
 				return "request " + m + " outstanding"
 			}
@@ -417,6 +425,7 @@ func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 	}
 	opens := map[string]open{} // server + "\x00" + what -> latest opening
 	closedAt := map[string]uint64{}
+	connectedAt := map[string]uint64{}
 	calls := map[string]event.Event{}
 	exited := map[int]bool{}
 	var started []event.Event
@@ -433,6 +442,8 @@ func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 			end(e, "connect")
 			if e.Kind != event.ServerConnected {
 				closedAt[e.Server] = e.Seq
+			} else {
+				connectedAt[e.Server] = e.Seq
 			}
 		case event.RestartAttempt:
 			set(e, "restart attempt")
@@ -521,6 +532,12 @@ func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 		if closedAt[e.Server] > e.Seq {
 			continue // cut off: what happens to it is the implementation's decision
 		}
+		if k, j := journalOf(e.Server); k != "" && closedAt[e.Server] > connectedAt[e.Server] && !launchAlive(j) {
+			// Sent after the server's connection closed, with no process
+			// of the server left and no connect under way (the rule
+			// above): nothing but the implementation can end it.
+			continue
+		}
 		if k, j := journalOf(e.Server); k != "" && (callHeld(j, src.HoldBound) || stalled && stuckWriting(j)) {
 			continue
 		}
@@ -547,7 +564,8 @@ func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 
 // connectSettled reports whether what is left of the connect c is the
 // implementation's own: its fixture holds the handshake for the harness,
-// has answered its last tools/list page, or is blocked writing into a pipe
+// refused it with Retry-After (remote), has answered its last tools/list
+// page, or is blocked writing into a pipe
 // the implementation does not read, or its process is gone and collected.
 // A stdio connect is in flight while its process has not started or not
 // journaled its launch yet; a remote one is judged by its journal's latest
@@ -557,8 +575,10 @@ func (src Source) connectSettled(c event.Event, started []event.Event, j journal
 		return false
 	}
 	if t, _ := c.Get("transport"); t != "stdio" {
+		// Its server's last word refused the handshake with Retry-After:
+		// when to try again is the implementation's decision.
 		l := latestLaunch(j)
-		return len(l) > 0 && (handshakeHeld(l) || stalled && handshakeAnswered(l))
+		return len(l) > 0 && (handshakeHeld(l) || l[len(l)-1].Kind == "throttled" || stalled && handshakeAnswered(l))
 	}
 	pid := 0
 	for _, e := range started {
@@ -710,6 +730,13 @@ func handshakeAnswered(l journal) bool {
 	init := l.last("initialize")
 	list := l.last("tools-list")
 	return init.Seq > 0 && list.Seq > init.Seq && !list.Bool("more")
+}
+
+// launchAlive reports whether the process of the journal's latest launch
+// runs.
+func launchAlive(j journal) bool {
+	l := latestLaunch(j)
+	return len(l) > 0 && proctest.Alive(l[0].PID)
 }
 
 // stuckWriting reports whether the server's latest launch is alive and

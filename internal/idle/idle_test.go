@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -225,4 +227,81 @@ func closeDriver(t *testing.T, c *driver.Client) {
 	if err := c.Close(context.Background()); err != nil {
 		t.Error(err)
 	}
+}
+
+// deadPID returns the pid of a process that ran and was reaped.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestBusyEvents judges, on the real clock with listed timers, a
+// session.open held by the implementation, after the events it emitted:
+// held while it announces nothing, it is at work; once it announces its
+// connects, the rules on them decide. A call sent after its server's
+// connection closed, whose process is gone, is the implementation's own.
+func TestBusyEvents(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func(seq uint64, kind event.Kind, attrs map[string]any) event.Event {
+		return event.Event{Seq: seq, Server: "fx", Kind: kind, Attrs: attrs}
+	}
+	connecting := ev(0, event.ServerConnecting, map[string]any{"attempt": 0, "transport": "http"})
+	dead := writeJournalPID(t, deadPID(t), map[string]any{"kind": "launch"}, map[string]any{"kind": "tools-list"}, map[string]any{"kind": "exit"})
+	for _, tc := range []struct {
+		name     string
+		evs      []event.Event
+		journals map[string]string
+		busy     string // a part of the reason, "" for not busy
+	}{
+		{"nothing announced", nil, nil, "request session.open outstanding"},
+		{"a connect under way", []event.Event{connecting}, nil, "connect in progress"},
+		{"a connect that failed", []event.Event{connecting, ev(0, event.ServerFailed, nil)}, nil, ""},
+		{"a connect refused with Retry-After", []event.Event{connecting}, map[string]string{"fx": writeJournal(t, map[string]any{"kind": "launch"}, map[string]any{"kind": "throttled", "status": 503, "retryAfter": 60})}, ""},
+		{"a call after the connection closed, its process gone", []event.Event{connecting, ev(0, event.ServerConnected, nil), ev(0, event.TransportClosed, nil), ev(0, event.ToolCallStarted, map[string]any{"call": "call-1"})}, map[string]string{"fx": dead}, ""},
+		{"a call after the connection closed, its process alive", []event.Event{connecting, ev(0, event.ServerConnected, nil), ev(0, event.TransportClosed, nil), ev(0, event.ToolCallStarted, map[string]any{"call": "call-1"})}, map[string]string{"fx": writeJournal(t, map[string]any{"kind": "launch"})}, "call call-1 on fx in flight"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The driver ends with session.opened: once it is in, so is
+			// every event before it, and session.open is outstanding.
+			evs := append(slices.Clone(tc.evs), event.Event{Session: "main", Kind: event.SessionOpened})
+			spec, err := json.Marshal(evs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := driver.StartCommand(t.Context(), []string{exe}, append(os.Environ(), eventsDriverEnv+"="+string(spec)), nil)
+			started(t, c, err, driver.ClockReal)
+			opened := make(chan error, 1)
+			defer func() {
+				closeDriver(t, c)
+				<-opened
+			}()
+			go func() {
+				_, err := c.OpenSession(t.Context(), "main")
+				opened <- err
+			}()
+			if _, err := c.Await(t.Context(), 0, event.Matcher{Kind: event.SessionOpened}); err != nil {
+				t.Fatal(err)
+			}
+			src := Source{DecideIdle: true, RealTimers: true, Client: c, Journals: tc.journals, HoldBound: time.Minute}
+			if got := src.busy(t.Context(), 0); (tc.busy == "") != (got == "") || !strings.Contains(got, tc.busy) {
+				t.Errorf("busy = %q, want %q", got, tc.busy)
+			}
+		})
+	}
+}
+
+// writeJournalPID is writeJournal for a launch by process pid.
+func writeJournalPID(t *testing.T, pid int, entries ...map[string]any) string {
+	t.Helper()
+	for _, e := range entries {
+		e["pid"] = pid
+	}
+	return writeJournal(t, entries...)
 }
