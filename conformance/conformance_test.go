@@ -129,6 +129,9 @@ const fastAwaitTimeout = 30 * time.Second
 // TestConformance runs the suite: against the reference runtime in-process
 // by default, or against -impl.
 func TestConformance(t *testing.T) {
+	// Beside TestTeeth, whose runs are processes of their own: the two
+	// take most of this package's time, much of it waiting on servers.
+	t.Parallel()
 	cfg := Config{
 		Fixture:         Fixture{Command: buildFixture(t)},
 		Clock:           *flagClock,

@@ -445,6 +445,7 @@ func TestTeeth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the harness and runs the suite once per variant")
 	}
+	t.Parallel() // beside TestConformance
 	if os.Getenv(skipTeethEnv) != "" {
 		t.Skipf("%s is set (.ci/mutation runs the conformance suite alone)", skipTeethEnv)
 	}
