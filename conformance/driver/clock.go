@@ -13,16 +13,23 @@ import (
 	"github.com/mcplife/mcplife/internal/clocktest"
 )
 
-func (d *driver) fakeClock() (*clocktest.Fake, error) {
+// clocks returns the runtime's fake clock (virtual) or tracked one (real),
+// one of them nil; not_started before start.
+func (d *driver) clocks() (*clocktest.Fake, *clocktest.Tracked, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.rt == nil {
-		return nil, rerr(CodeNotStarted, "start has not succeeded")
+		return nil, nil, rerr(CodeNotStarted, "start has not succeeded")
 	}
-	if d.fake == nil {
-		return nil, rerr(CodeUnsupported, "the clock is %q", ClockReal)
+	return d.fake, d.tracked, nil
+}
+
+func (d *driver) fakeClock() (*clocktest.Fake, error) {
+	fake, _, err := d.clocks()
+	if err == nil && fake == nil {
+		err = rerr(CodeUnsupported, "the clock is %q", ClockReal)
 	}
-	return d.fake, nil
+	return fake, err
 }
 
 func (d *driver) clockAdvance(ctx context.Context, by time.Duration) error {
@@ -44,13 +51,12 @@ func (d *driver) clockPending(ctx context.Context) ([]time.Duration, error) {
 
 // timersPending lists the runtime's pending timers on the real clock.
 func (d *driver) timersPending(ctx context.Context) ([]time.Duration, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.rt == nil {
-		return nil, rerr(CodeNotStarted, "start has not succeeded")
+	_, tracked, err := d.clocks()
+	if err != nil {
+		return nil, err
 	}
-	if d.tracked == nil {
+	if tracked == nil {
 		return nil, rerr(CodeUnsupported, "the clock is %q", ClockVirtual)
 	}
-	return d.tracked.Pending(), nil
+	return tracked.Pending(), nil
 }

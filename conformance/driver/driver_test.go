@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -902,4 +903,53 @@ func TestServeCancelled(t *testing.T) {
 		t.Errorf("last event %v, want runtime.closed", evs[len(evs)-1])
 	}
 	checkExchange(t, c)
+}
+
+// TestTimersPending: on the real clock the reference driver lists its
+// runtime's pending timers (pending-timers): the startup gate's, armed
+// before gate.opened, and the connect timeout of a handshake that hangs,
+// armed before server.connecting. With the virtual clock timers.pending is
+// unsupported (clock.pending lists them).
+func TestTimersPending(t *testing.T) {
+	c := inProcess(t)
+	ctx := testCtx(t)
+	started(t, c, ClockReal, map[string]json.RawMessage{"hang": testServer(t, map[string]string{envServerHang: "1"})},
+		&StartOptions{StartupGateMs: ptr[int64](600000)})
+	if _, err := c.Send(ctx, MethodSessionOpen, SessionParams{Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Await(ctx, 0, event.Matcher{Kind: event.GateOpened, Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	connecting, err := c.Await(ctx, 0, event.Matcher{Kind: event.ServerConnecting, Server: "hang"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect := time.Duration(attrMs(t, connecting, "timeout_ms")) * time.Millisecond
+	timers, err := c.PendingTimers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(want time.Duration) bool {
+		return slices.ContainsFunc(timers, func(d time.Duration) bool { return d <= want && d > want/2 })
+	}
+	if !slices.IsSorted(timers) || !near(connect) || !near(10*time.Minute) {
+		t.Errorf("pending timers %v, want soonest first, with the connect timeout (%v) and the gate (10m) among them", timers, connect)
+	}
+
+	v := inProcess(t)
+	started(t, v, ClockVirtual, nil, nil)
+	_, err = v.PendingTimers(ctx)
+	wantCode(t, err, CodeUnsupported)
+}
+
+// attrMs reads an integer attribute of e.
+func attrMs(t *testing.T, e event.Event, k string) int64 {
+	t.Helper()
+	s, _ := e.Get(k)
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%s %s=%q: %v", e.Kind, k, s, err)
+	}
+	return n
 }
