@@ -532,13 +532,14 @@ func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 		if closedAt[e.Server] > e.Seq {
 			continue // cut off: what happens to it is the implementation's decision
 		}
-		if k, j := journalOf(e.Server); k != "" && closedAt[e.Server] > connectedAt[e.Server] && !launchAlive(j) {
+		k, j := journalOf(e.Server)
+		if k != "" && closedAt[e.Server] > connectedAt[e.Server] && !launchAlive(j) {
 			// Sent after the server's connection closed, with no process
 			// of the server left and no connect under way (the rule
 			// above): nothing but the implementation can end it.
 			continue
 		}
-		if k, j := journalOf(e.Server); k != "" && (callHeld(j, src.HoldBound) || stalled && stuckWriting(j)) {
+		if k != "" && (callHeld(j, src.HoldBound) || stalled && stuckWriting(j)) {
 			continue
 		}
 		return fmt.Sprintf("call %s on %s in flight", id, e.Server)
