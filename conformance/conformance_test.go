@@ -17,7 +17,7 @@ import (
 )
 
 // roleEnv makes the test binary play another role: "driver" (the
-// reference driver on stdin/stdout) or doNothingRole. The servers the suite
+// reference driver on stdin/stdout), doNothingRole or version1Role. The servers the suite
 // configures are the fixture built on its own (buildFixture).
 const roleEnv = "MCPLIFE_CONFORMANCE_ROLE"
 
@@ -39,6 +39,12 @@ func TestMain(m *testing.M) {
 	case doNothingRole:
 		if err := serveDoNothing(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "do-nothing driver:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case version1Role:
+		if err := serveVersion1(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "version-1 driver:", err)
 			os.Exit(1)
 		}
 		os.Exit(0)
