@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcplife/mcplife/bench/speed"
 	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/internal/docsection"
 )
@@ -57,6 +58,14 @@ func TestMatrix(t *testing.T) {
 		}
 	}
 	want := RenderMatrix(cols)
+	rep, ok, err := ReadMatrixSpeed(driversDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		want += RenderMatrixSpeed(rep)
+		checkSpeedColumns(t, cols, rep)
+	}
 	got, err := os.ReadFile(matrixMD)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
@@ -408,5 +417,45 @@ func TestSameVerdicts(t *testing.T) {
 	b, err := got.Marshal()
 	if err != nil || !bytes.HasSuffix(b, []byte("}\n")) {
 		t.Errorf("Marshal: %v, %q", err, b[max(0, len(b)-10):])
+	}
+}
+
+// checkSpeedColumns checks that the speed report measured every column of
+// the matrix, and nothing else, each in at least one run.
+func checkSpeedColumns(t *testing.T, cols []MatrixColumn, rep speed.Report) {
+	t.Helper()
+	var want, got []string
+	for _, c := range cols {
+		want = append(want, c.Name)
+	}
+	for _, r := range rep.Results {
+		got = append(got, r.Name)
+		if r.Runs == 0 {
+			t.Errorf("%s/%s: %s completed no run: %v", driversDir, MatrixSpeedFile, r.Name, r.Errors)
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(want, got) {
+		t.Errorf("%s/%s measures %v; the matrix's columns are %v: rerun .ci/speed -update", driversDir, MatrixSpeedFile, got, want)
+	}
+}
+
+// TestSpeedTable checks that README.md's speed table is rendered from the
+// stored speed report (conformance/drivers/speed.json, .ci/speed -update).
+// MCPLIFE_UPDATE_DOCS=1 rewrites it.
+func TestSpeedTable(t *testing.T) {
+	rep, ok, err := ReadMatrixSpeed(driversDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "No speed report is stored yet: run `.ci/speed -update`.\n"
+	if ok {
+		var b strings.Builder
+		speed.WriteMarkdown(&b, rep)
+		body = b.String()
+	}
+	if err := docsection.Check(filepath.Join("..", "README.md"), "speed-table", body); err != nil {
+		t.Error(err)
 	}
 }

@@ -52,13 +52,22 @@ func ReadMatrixColumns(dir string) ([]MatrixColumn, error) {
 	return cols, nil
 }
 
-// WriteMatrix renders the matrix of the reports under dir into out.
+// WriteMatrix renders the matrix of the reports under dir into out,
+// followed by the speed section when dir holds MatrixSpeedFile.
 func WriteMatrix(dir, out string) error {
 	cols, err := ReadMatrixColumns(dir)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(out, []byte(RenderMatrix(cols)), 0o644); err != nil {
+	doc := RenderMatrix(cols)
+	rep, ok, err := ReadMatrixSpeed(dir)
+	if err != nil {
+		return err
+	}
+	if ok {
+		doc += RenderMatrixSpeed(rep)
+	}
+	if err := os.WriteFile(out, []byte(doc), 0o644); err != nil {
 		return fmt.Errorf("matrix: %w", err)
 	}
 	return nil

@@ -10,10 +10,12 @@ import (
 	"syscall"
 
 	"github.com/mcplife/mcplife/bench"
+	"github.com/mcplife/mcplife/bench/speed"
 	"github.com/mcplife/mcplife/conformance"
 )
 
 const benchUsage = `usage: harness bench [-runs N] [-workload LIST] [-json FILE] [flags]
+       harness bench -impl NAME=COMMAND [-impl NAME=COMMAND...] [-runs N] [-json FILE]
        harness bench -compare OLD.json NEW.json
 
 Runs the scale workloads against the reference runtime with real stdio
@@ -26,6 +28,14 @@ and the spread (min, max). Progress goes to stderr. -compare prints the
 change of every metric between two -json reports. Exit status: 0, 1 when a
 hard goal (0 failures, 0 processes left, peak within the cap) was missed,
 2 for bad usage.
+
+With -impl it measures MCP clients side by side instead, each through its
+driver (docs/DRIVER.md; the reference runtime is "harness driver"): the
+time from start to an open session of 1 and of -impl-servers servers, the
+median latency of -impl-calls sequential stdio tool calls, and the driver
+process's resident memory per server, -runs times with the clients
+interleaved, all against the same fixture server. Exit status 1 when a
+client completed no run.
 
 flags:
 `
@@ -49,8 +59,20 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("q", false, "no progress lines")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (this process, not the fixtures) to `FILE`")
 	fixtureCmd := fs.String("fixture", "", "command line that starts the fixture MCP server (default: this binary, \"harness fixture\")")
+	var impls multiFlag
+	fs.Var(&impls, "impl", "a client to measure through its driver, as `NAME=COMMAND` (repeatable; selects the side-by-side measurement)")
+	implServers := fs.Int("impl-servers", speed.DefaultServers, "with -impl: servers of the many-server session")
+	implCalls := fs.Int("impl-calls", speed.DefaultCalls, "with -impl: timed sequential tool calls per run")
+	implEra := fs.String("impl-era", string(speed.DefaultEra), "with -impl: the protocol eras the fixture servers speak (legacy, modern or both)")
 	if code := fs.parse(args); code >= 0 {
 		return code
+	}
+	if len(impls) > 0 {
+		if fs.NArg() > 0 {
+			return fs.unexpected("")
+		}
+		cfg := speed.Config{Runs: cfg.Runs, Servers: *implServers, Calls: *implCalls, Era: *implEra}
+		return runSpeed(cfg, impls, *fixtureCmd, *jsonFile, *quiet, stdout, stderr)
 	}
 	if *compare {
 		if fs.NArg() != 2 {

@@ -35,3 +35,23 @@ func TestBenchSmoke(t *testing.T) {
 		t.Errorf("unknown workload: exit %d, want 2", code)
 	}
 }
+
+// TestBenchImplBadUsage: -impl wants NAME=COMMAND, distinct names and a
+// known era; each mistake is bad usage (exit 2) with a message naming it.
+func TestBenchImplBadUsage(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-impl", "no-command"}, `-impl "no-command": want NAME=COMMAND`},
+		{[]string{"-impl", "=cmd"}, `want NAME=COMMAND`},
+		{[]string{"-impl", "a=x", "-impl", "a=y"}, `client "a" named twice`},
+		{[]string{"-impl", "a=x", "-impl-era", "future"}, `era "future"`},
+		{[]string{"-impl", "a=x", "extra"}, "extra"},
+	} {
+		code, _, errs := harness(t, append([]string{"bench", "-fixture", "/bin/true"}, tt.args...)...)
+		if code != 2 || !strings.Contains(errs, tt.want) {
+			t.Errorf("bench %v: exit %d, stderr %q; want 2 and %q", tt.args, code, errs, tt.want)
+		}
+	}
+}

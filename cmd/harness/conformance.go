@@ -221,8 +221,6 @@ func confSplitList(s string) []string {
 	return out
 }
 
-// fixtureBinary checks the -fixture flag: an executable file, returned as
-// an absolute path (the fixture runs in other working directories).
 // matchingFixture builds the fixture program from the checkout the
 // harness runs in and returns it when it is the fixture this harness links
 // (fixturebuild.Matching), with a function that removes it; otherwise ok is
@@ -244,6 +242,8 @@ func matchingFixture() (bin string, remove func(), ok bool) {
 	return bin, remove, true
 }
 
+// fixtureBinary checks the -fixture flag: an executable file, returned as
+// an absolute path (the fixture runs in other working directories).
 func fixtureBinary(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {

@@ -35,6 +35,7 @@ type Client struct {
 	exited   chan struct{} // closed when the driver has ended
 	exitErr  error         // set before exited is closed
 	kill     func()        // ends the driver at once
+	pid      int           // the driver's process (StartCommand); 0 in-process
 	stopKill func() bool   // stops the ctx watch of StartCommand/StartInProcess
 
 	mu         sync.Mutex
@@ -100,6 +101,7 @@ func StartCommand(ctx context.Context, argv []string, env []string, stderr io.Wr
 	outW.Close()
 	c := newClient(stdin)
 	pid := cmd.Process.Pid
+	c.pid = pid
 	c.kill = func() {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		_ = cmd.Process.Kill()
@@ -118,6 +120,10 @@ func StartCommand(ctx context.Context, argv []string, env []string, stderr io.Wr
 	c.stopKill = context.AfterFunc(ctx, c.kill)
 	return c, nil
 }
+
+// Pid returns the process id of a driver started with StartCommand, or 0
+// for one that runs in this process.
+func (c *Client) Pid() int { return c.pid }
 
 // StartInProcess runs Serve in this process over a pair of pipes. When ctx
 // ends, Serve is cancelled.
