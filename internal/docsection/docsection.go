@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 )
 
@@ -84,4 +85,59 @@ func Check(file, name, body string) error {
 		return os.WriteFile(file, want, 0o644)
 	}
 	return &StaleError{File: file, Name: name}
+}
+
+// WrongValueError reports that a sentence of a document states a value the
+// code contradicts.
+type WrongValueError struct {
+	File string
+	// Line is the 1-based line where the stale value starts.
+	Line      int
+	Got, Want string
+	// Phrase is the pattern of the sentence, for the message.
+	Phrase string
+}
+
+func (e *WrongValueError) Error() string {
+	return fmt.Sprintf("%s:%d: says %q where %q is true (%s); run the tests with %s=1 to rewrite it", e.File, e.Line, e.Got, e.Want, e.Phrase, UpdateEnv)
+}
+
+// CheckValue checks a value stated in running text: every match of re in
+// file must have want as its first submatch, and there must be at least one
+// match (a sentence that is gone or reworded fails, so the check cannot go
+// quiet). When a value differs it rewrites the file if UpdateEnv is set to a
+// non-empty value, and otherwise returns a *WrongValueError for the first
+// one. Use it for a count in prose, where a generated section would break
+// the sentence.
+func CheckValue(file string, re *regexp.Regexp, want string) error {
+	doc, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	ms := re.FindAllSubmatchIndex(doc, -1)
+	if len(ms) == 0 {
+		return fmt.Errorf("%s: no sentence matches %q: %w", file, re, ErrNoSection)
+	}
+	var out bytes.Buffer
+	last := 0
+	var first *WrongValueError
+	for _, m := range ms {
+		if len(m) < 4 || m[2] < 0 {
+			return fmt.Errorf("%s: pattern %q has no submatch for the value", file, re)
+		}
+		out.Write(doc[last:m[2]])
+		out.WriteString(want)
+		last = m[3]
+		if got := string(doc[m[2]:m[3]]); got != want && first == nil {
+			first = &WrongValueError{File: file, Line: 1 + bytes.Count(doc[:m[2]], []byte("\n")), Got: got, Want: want, Phrase: re.String()}
+		}
+	}
+	out.Write(doc[last:])
+	if first == nil {
+		return nil
+	}
+	if os.Getenv(UpdateEnv) != "" {
+		return os.WriteFile(file, out.Bytes(), 0o644)
+	}
+	return first
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -40,6 +41,32 @@ func TestCheckStaleAndUpdate(t *testing.T) {
 	}
 	t.Setenv(UpdateEnv, "")
 	if err := Check(file, "s", "new"); err != nil {
+		t.Fatalf("after update: %v", err)
+	}
+}
+
+func TestCheckValue(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "doc.md")
+	os.WriteFile(file, []byte("intro\nAll 106\nrequirements pass; all 106 requirements.\n"), 0o644)
+	re := regexp.MustCompile(`(?i)all (\d+)\s+requirements`)
+	t.Setenv(UpdateEnv, "")
+	var wrong *WrongValueError
+	if err := CheckValue(file, re, "118"); !errors.As(err, &wrong) || wrong.Line != 2 || wrong.Got != "106" || wrong.Want != "118" {
+		t.Fatalf("CheckValue on a stale count: got %v, want *WrongValueError at line 2, 106 for 118", err)
+	}
+	if err := CheckValue(file, regexp.MustCompile(`none (\d+)`), "1"); !errors.Is(err, ErrNoSection) {
+		t.Fatalf("CheckValue without a match: got %v, want ErrNoSection", err)
+	}
+	t.Setenv(UpdateEnv, "1")
+	if err := CheckValue(file, re, "118"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(file)
+	if want := "intro\nAll 118\nrequirements pass; all 118 requirements.\n"; string(got) != want {
+		t.Fatalf("rewritten:\n%s\nwant:\n%s", got, want)
+	}
+	t.Setenv(UpdateEnv, "")
+	if err := CheckValue(file, re, "118"); err != nil {
 		t.Fatalf("after update: %v", err)
 	}
 }

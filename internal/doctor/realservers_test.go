@@ -11,10 +11,7 @@ import (
 
 // TestRealServers runs doctor against @modelcontextprotocol/server-everything
 // and server-memory from npm, next to one broken entry: both real servers
-// connect with their tool counts (everything: 12 tools plus the tasks tool
-// it registers for go-sdk's client capabilities; its roots tool needs the
-// roots capability, which the runtime advertises only to a server whose
-// config lists roots; memory: 9), the
+// connect with their tool counts (realservers.Pinned), the
 // broken one is reported with its file, line and node's reason, and nothing
 // is left running (TestMain checks).
 func TestRealServers(t *testing.T) {
@@ -27,9 +24,9 @@ func TestRealServers(t *testing.T) {
 		"broken": map[string]any{"command": "node", "args": []string{filepath.Join(work, "missing-server.js")}},
 	})
 	rep := check(t, doctor.Options{Files: []string{cfg}})
-	for name, tools := range map[string]int{"everything": 13, "memory": 9} {
-		if s := server(t, rep, name); s.Status != doctor.StatusOK || s.Tools != tools || s.Line == 0 {
-			t.Errorf("%s: want ok with %d tools: %+v", name, tools, s)
+	for _, p := range realservers.Pinned() {
+		if s := server(t, rep, p.Name); s.Status != doctor.StatusOK || s.Tools != p.Tools || s.Line == 0 {
+			t.Errorf("%s: want ok with %d tools (realservers.Pinned, %s %s): %+v", p.Name, p.Tools, p.Package, p.Version, s)
 		}
 	}
 	s := server(t, rep, "broken")

@@ -69,3 +69,33 @@ func Command(t testing.TB, root, pkg string, args ...string) []string {
 	}
 	return append([]string{node, filepath.Join(mods, pkg, "dist", "index.js")}, args...)
 }
+
+// Server is one npm MCP server pinned in fixtures/real-servers/package.json.
+type Server struct {
+	// Package is the npm package, "server-everything" for
+	// @modelcontextprotocol/server-everything.
+	Package string
+	// Name is the server's name in the configs of the tests, the CI
+	// scripts and the documents.
+	Name string
+	// Version is the pinned version.
+	Version string
+	// Tools is how many tools the reference runtime exposes from it, as
+	// harness doctor counts them.
+	Tools int
+}
+
+// Pinned returns the servers fixtures/real-servers pins, with the tool
+// count of each at that version: the one place those counts are written.
+// TestPinned checks them against package.json and the documents;
+// TestRealServers (internal/doctor) and .ci/real-servers-doctor against the
+// servers themselves.
+func Pinned() []Server {
+	return []Server{
+		// 12 tools plus the tasks tool it registers for go-sdk's client
+		// capabilities; its roots tool needs the roots capability, which
+		// the runtime advertises only to a server whose config lists roots.
+		{Package: "server-everything", Name: "everything", Version: "2026.8.31", Tools: 13},
+		{Package: "server-memory", Name: "memory", Version: "2026.8.31", Tools: 9},
+	}
+}
