@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"regexp"
 	"strconv"
 	"testing"
@@ -30,5 +31,21 @@ func TestReadmeCounts(t *testing.T) {
 		if err := docsection.CheckValue(readme, c.re, strconv.Itoa(c.want)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestCIRecipeGoVersion checks the Go version docs/CI-RECIPE.md says the
+// harness needs against the go directive of go.mod.
+func TestCIRecipeGoVersion(t *testing.T) {
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod has no go directive")
+	}
+	if err := docsection.CheckValue("../../docs/CI-RECIPE.md", regexp.MustCompile(`It needs Go (\d+\.\d+) or later`), string(m[1])); err != nil {
+		t.Error(err)
 	}
 }
