@@ -386,3 +386,53 @@ func TestDriverDocCounts(t *testing.T) {
 		t.Errorf("%v (minimal-node/driver.js has %d lines)", err, lines)
 	}
 }
+
+// TestExchangeExample checks the conformance exchange of docs/CONFORMANCE.md
+// section 6: every complete line the harness and the driver exchange
+// (those not cut short with "...") is valid against the driver protocol's
+// schemas, its hello speaks the current protocol version, and the
+// requirement it shows exists.
+func TestExchangeExample(t *testing.T) {
+	doc, err := os.ReadFile(conformanceMD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(doc), "\nA conformance exchange, here `")
+	if !ok {
+		t.Fatalf("%s: the conformance exchange of section 6 is gone; update TestExchangeExample", conformanceMD)
+	}
+	if id, _, _ := strings.Cut(sec, "`"); !slices.Contains(Keys(), Key(id, driver.EraLegacy)) {
+		t.Errorf("%s: the conformance exchange shows %s, which is not a requirement of the legacy era", conformanceMD, id)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## 7.")
+	var lines []driver.TranscriptLine
+	for _, l := range strings.Split(sec, "\n") {
+		dir := driver.Received
+		switch {
+		case strings.HasPrefix(l, "> "):
+			dir = driver.Sent
+		case strings.HasPrefix(l, "< "):
+		default:
+			continue
+		}
+		for _, m := range regexp.MustCompile(`"protocol":"([^"]*)"`).FindAllStringSubmatch(l, -1) {
+			if m[1] != driver.ProtocolVersion {
+				t.Errorf("%s: the conformance exchange speaks %s, the harness %s: %s", conformanceMD, m[1], driver.ProtocolVersion, l)
+			}
+		}
+		if strings.Contains(l, "...") {
+			continue
+		}
+		lines = append(lines, driver.TranscriptLine{Dir: dir, Line: []byte(l[2:])})
+	}
+	if len(lines) < 5 {
+		t.Fatalf("%s: only %d complete lines in the conformance exchange", conformanceMD, len(lines))
+	}
+	v, err := driver.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range v.ValidateTranscript(lines) {
+		t.Errorf("%s, the conformance exchange: %v", conformanceMD, err)
+	}
+}
