@@ -72,6 +72,13 @@ func (s *server) learnProtocol(version, reason string) {
 	s.emit(event.ServerProtocolFallback, event.String("protocol", version), event.String("reason", reason))
 }
 
+// learned tells whether an earlier fallback learned that s speaks version.
+func (s *server) learned(version string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.learnedProtocol == version
+}
+
 // unlearnProtocol forgets version, learned from a server/discover left
 // unanswered, when the handshake that followed in the same process failed
 // too: the silence was a server stuck in its start (a modern server that
@@ -111,7 +118,7 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 	// by the runtime and the handshake goes on (discoverWatch; stdio only:
 	// over HTTP the status of the reply tells the eras apart).
 	var dw *discoverWatch
-	if p != nil && IsModern(version) {
+	if p != nil && IsModern(version) && !s.learned(version) {
 		dw = &discoverWatch{inner: transport, clock: rt.clock, timeout: rt.opts.ProbeTimeout,
 			expired: func() { s.learnProtocol(ProtocolLegacy, FallbackDiscoverUnanswered) }}
 		transport = dw
@@ -144,6 +151,16 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 	}
 	if err != nil {
 		sockets.closeAll()
+		if guessed && dw.answeredLate() && pin == "" && !last && s.ctx.Err() == nil && cctx.Err() == nil {
+			// A server of both eras slower than the probe timeout: its own
+			// discover result came after the runtime's made-up reply, and
+			// it refused the initialize that followed (a go-sdk server
+			// takes an initialize after server/discover for a duplicate).
+			// A new process asks the stateless revision, its discover no
+			// longer bounded by the probe timeout: the server answers it.
+			rt.endTry(s, p)
+			return nil, nil, ProtocolModern, FallbackInitializeRefused, nil
+		}
 		if next, reason := fallbackFor(version, pin, err); next != "" && !last && s.ctx.Err() == nil && cctx.Err() == nil {
 			rt.endTry(s, p)
 			return nil, nil, next, reason, nil

@@ -134,6 +134,7 @@ type discoverWatch struct {
 	timer   clock.Timer
 	settled bool // answered, expired, stopped, or another request came first
 	expire  bool // the timeout passed first
+	late    bool // after the timeout, the server answered discover itself, with a result
 }
 
 func (w *discoverWatch) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -176,7 +177,10 @@ func (w *discoverWatch) drop(msg jsonrpc.Message) bool {
 		return false
 	}
 	if w.expire {
-		return true // late: go-sdk already has the reply made up
+		// Late: go-sdk already has the reply made up. A result means a
+		// server of the stateless revision that was only slow to start.
+		w.late = w.late || resp.Error == nil
+		return true
 	}
 	if !w.settled {
 		w.settled = true
@@ -192,11 +196,21 @@ func (w *discoverWatch) fire() {
 		return
 	}
 	w.settled, w.expire = true, true
-	id := w.id
-	w.mu.Unlock()
-	w.inject <- &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+	// Under the lock (inject has room for it): a Read that finds the watch
+	// settled finds the reply waiting too.
+	w.inject <- &jsonrpc.Response{ID: w.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 		Message: "server/discover unanswered within the probe timeout (mcplife): going on with initialize"}}
+	w.mu.Unlock()
 	w.expired()
+}
+
+// answeredLate tells whether the server answered discover with a result
+// after the timeout had passed: it speaks the stateless revision and was
+// slow to start, not a server of the handshake era.
+func (w *discoverWatch) answeredLate() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.late
 }
 
 // watching tells whether the discover phase is still open.
@@ -243,6 +257,12 @@ func (c *discoverConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *discoverConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		if c.pending == nil && !c.w.watching() {
+			// The timeout may have passed before go-sdk's first read.
+			select {
+			case msg := <-c.w.inject:
+				return msg, nil
+			default:
+			}
 			msg, err := c.Connection.Read(ctx)
 			if err == nil && c.w.drop(msg) {
 				continue

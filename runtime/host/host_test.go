@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"os"
 
 	"context"
@@ -21,6 +22,13 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(asFixtureEnv) == "1" {
 		os.Exit(fixture.Main())
+	}
+	if dir := os.Getenv(slowDualEnv); dir != "" {
+		if err := serveSlowDual(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "slow dual-era server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	proctest.Main(m)
 }
