@@ -26,6 +26,8 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// proctest.Main checks for leaked goroutines (goleak) and for
+	// processes left behind: drivers and fixture servers.
 	proctest.Main(m)
 }
 
