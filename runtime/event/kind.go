@@ -138,7 +138,7 @@ func Kinds() []KindInfo {
 		{GateClosed, "the startup gate closed; session start returns", "ready, failed, deferred, late, elapsed_ms"},
 
 		{CacheHit, "cached tool definitions were found for a pending server", "tools"},
-		{CacheMiss, "no usable cached tool list: at server start, no usable record in the tool cache; on a live connection of the 2026-07-28 era (reason ttl), the list it holds outlived the ttlMs its server sent with it and is listed again at this use (a session read its tools or called one)", "reason"},
+		{CacheMiss, "no usable cached tool list: at server start, no usable record in the tool cache; on a live connection of the 2026-07-28 era (reason ttl), the list it holds outlived the ttlMs its server sent with it and is listed again at this use (a session read its tools or called one; for the resources or prompts a server's config follows, the host read them, and the resources.listed or prompts.listed that follows names the list)", "reason"},
 		{CacheWritten, "the tool cache record was rewritten", "tools"},
 		{CacheInvalidated, "the tool cache record was removed, or a list was kept out of it: an empty tool list removes the record; a list its server scoped private (2026-07-28 cacheScope) is never stored and removes the record", "reason"},
 

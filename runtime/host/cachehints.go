@@ -38,6 +38,17 @@ import (
 //     list_changed and reconnects for a live list). Legacy-era connections
 //     ignore hints: the handshake era has none.
 //
+// The resources and prompts a server's config follows ("resources",
+// "prompts": handlers_lists.go) keep the same live rule: a list whose
+// positive ttlMs has passed on the clock is listed again at its next use,
+// a read by the host (Runtime.Resources, Runtime.Prompts): cache.miss
+// reason ttl, then resources.listed or prompts.listed; never on a timer.
+// Their cacheScope changes nothing: the runtime keeps them only with the
+// live connection, the authorization context that fetched them, and
+// never on disk. The runtime reads no resource and gets no prompt
+// (resources/read, prompts/get), so those results carry hints it has no
+// use for; their ttlMs is zeroed like every other (below).
+//
 // go-sdk's client keeps its own cache of list results (methodCache): for
 // a result with a positive ttlMs it answers the next ListTools,
 // ListPrompts, ListResources, ListResourceTemplates or ReadResource itself,
@@ -53,8 +64,9 @@ import (
 // private, which is never stored.
 const reasonPrivateScope = "private scope"
 
-// hintSink collects the hints of the pages of one tools/list, which
-// cacheHints finds in the request's context.
+// hintSink collects the hints of the pages of one tools/list,
+// resources/list or prompts/list, which cacheHints finds in the request's
+// context.
 type hintSink struct {
 	pages int
 	hint  toolcache.Hint
@@ -62,8 +74,7 @@ type hintSink struct {
 
 type hintSinkKey struct{}
 
-// withHintSink returns ctx carrying h for the tools/list requests made with
-// it.
+// withHintSink returns ctx carrying h for the list requests made with it.
 func withHintSink(ctx context.Context, h *hintSink) context.Context {
 	return context.WithValue(ctx, hintSinkKey{}, h)
 }
@@ -91,7 +102,8 @@ func (h *hintSink) add(c mcp.Cacheable) {
 }
 
 // cacheHints is the sending middleware of every connection's client: it
-// hands the hint of each tools/list page to the sink of its context, and
+// hands the hint of each tools/list, resources/list and prompts/list page
+// to the sink of its context, and
 // zeroes the ttlMs of every cacheable result so that go-sdk's own
 // real-clock cache never answers a request of the runtime (see above).
 func cacheHints(next mcp.MethodHandler) mcp.MethodHandler {
@@ -112,10 +124,16 @@ func cacheHints(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListPromptsResult:
 			if r != nil {
 				c = &r.Cacheable
+				if h, ok := ctx.Value(hintSinkKey{}).(*hintSink); ok {
+					h.add(*c)
+				}
 			}
 		case *mcp.ListResourcesResult:
 			if r != nil {
 				c = &r.Cacheable
+				if h, ok := ctx.Value(hintSinkKey{}).(*hintSink); ok {
+					h.add(*c)
+				}
 			}
 		case *mcp.ListResourceTemplatesResult:
 			if r != nil {
@@ -151,8 +169,8 @@ func hintFor(protocol string, h toolcache.Hint) toolcache.Hint {
 	return h
 }
 
-// freshness is how fresh the tools a connection published are; s.mu
-// guards it.
+// freshness is how fresh a list of a connection is: the tools it
+// published, or the resources or prompts listed on it; s.mu guards it.
 type freshness struct {
 	conn *connection   // the connection whose list it is
 	at   time.Time     // when the list arrived, on the clock
@@ -177,28 +195,43 @@ func (s *server) listedLocked(c *connection, h toolcache.Hint) {
 // the clock, the list is stale: cache.miss reason ttl, and one refresh
 // starts; the use goes on with the list it has.
 func (s *server) useTools() {
+	s.refreshIfStale(&s.fresh, s.refreshTools)
+}
+
+// useList is a use of s's resources or prompts (k): the host read them
+// (Runtime.Resources, Runtime.Prompts). A list that outlived its ttlMs is
+// listed again like the tools (useTools): cache.miss reason ttl, one
+// refresh (resources.listed or prompts.listed), and the use goes on with
+// the list it has.
+func (s *server) useList(k listKind) {
+	s.refreshIfStale(&s.lists.fresh[k], func(c *connection) { s.refreshList(c, k) })
+}
+
+// refreshIfStale starts one refresh of a list whose freshness is f (a
+// field of s, guarded by s.mu) when the list is the live connection's and
+// has outlived its positive ttlMs on the clock, and no refresh of it is
+// running: cache.miss reason ttl, then refresh on its own goroutine. A
+// refresh that fails leaves the list stale, and the next use tries again.
+func (s *server) refreshIfStale(f *freshness, refresh func(*connection)) {
 	s.mu.Lock()
 	c := s.conn
-	f := s.fresh
 	if s.closed || c == nil || f.conn != c || f.ttl <= 0 || f.refresh != 0 || s.rt.clock.Since(f.at) < f.ttl {
 		s.mu.Unlock()
 		return
 	}
-	s.fresh.refreshes++
-	id := s.fresh.refreshes
-	s.fresh.refresh = id
+	f.refreshes++
+	id := f.refreshes
+	f.refresh = id
 	s.emit(event.CacheMiss, event.String("reason", toolcache.ReasonTTL))
 	s.mu.Unlock()
 	s.rt.goRun(func() {
 		defer func() {
-			// A refresh that failed leaves the list stale: the next use
-			// tries again.
 			s.mu.Lock()
-			if s.fresh.refresh == id {
-				s.fresh.refresh = 0
+			if f.refresh == id {
+				f.refresh = 0
 			}
 			s.mu.Unlock()
 		}()
-		s.refreshTools(c)
+		refresh(c)
 	})
 }

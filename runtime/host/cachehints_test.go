@@ -151,6 +151,124 @@ func TestCacheHintLegacyUnchanged(t *testing.T) {
 	}
 }
 
+// TestCacheHintListsListedAgainAtUse: the resources and prompts a
+// server's config follows are fresh for the ttlMs of their own lists (all
+// pages: the fixture pages them by two) on the runtime's clock, scoped
+// private or not. A read 1 ms before lists nothing; the first read at
+// ttlMs lists that list again, once (cache.miss reason ttl, then
+// resources.listed or prompts.listed), and goes on with the list it has;
+// the other list, still fresh, is not listed. No timer lists them: a
+// runtime left alone past both ttlMs makes no request.
+func TestCacheHintListsListedAgainAtUse(t *testing.T) {
+	knobs := map[string]string{"MCP_FIXTURE_ERA": "modern", "MCP_FIXTURE_RESOURCES": "3", "MCP_FIXTURE_PROMPTS": "1",
+		"MCP_FIXTURE_PAGE_SIZE": "2", "MCP_FIXTURE_RESOURCES_TTL_MS": "30000", "MCP_FIXTURE_PROMPTS_TTL_MS": "60000",
+		"MCP_FIXTURE_CACHE_SCOPE": "private"}
+	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
+		return map[string]json.RawMessage{"fx": e.fixtureServer("fx", knobs, `"resources":true,"prompts":true`)}
+	}, Options{})
+	sess, err := e.rt.OpenSession(t.Context(), SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sess
+	e.await(m(event.ResourcesListed, "fx", "resources", "3", "error", ""))
+	e.await(m(event.PromptsListed, "fx", "prompts", "1", "error", ""))
+	e.awaitJournal("fx", "resources-list", 2)
+	if rl := lastOf(e.entries("fx"), "resources-list"); rl.Int("ttlMs") != 30000 || rl.Str("cacheScope") != "private" {
+		t.Fatalf("the fixture sent no hint: %v", rl.Fields)
+	}
+	stale := m(event.CacheMiss, "fx", "reason", toolcache.ReasonTTL)
+
+	e.clock.Advance(30*time.Second - time.Millisecond)
+	if r, err := e.rt.Resources("fx"); err != nil || len(r) != 3 {
+		t.Fatalf("Resources = %d, %v", len(r), err)
+	}
+	if n := e.events(stale); n != 0 {
+		t.Fatal("a read 1 ms before ttlMs found the resources stale")
+	}
+
+	e.clock.Advance(time.Millisecond)
+	if r, err := e.rt.Resources("fx"); err != nil || len(r) != 3 {
+		t.Fatalf("Resources = %d, %v (the stale list stays until the new one arrives)", len(r), err)
+	}
+	miss := e.await(stale)
+	e.awaitJournal("fx", "resources-list", 4)
+	e.awaitAfter(miss.Seq, m(event.ResourcesListed, "fx", "resources", "3")) // the refresh's
+	if n := e.events(m(event.ResourcesListed, "fx")); n != 2 {
+		t.Fatalf("%d resources.listed, want 2", n)
+	}
+	if _, err := e.rt.Resources("fx"); err != nil {
+		t.Fatal(err)
+	}
+	// The prompts (ttlMs 60 s) are still fresh at 30 s.
+	if p, err := e.rt.Prompts("fx"); err != nil || len(p) != 1 {
+		t.Fatalf("Prompts = %d, %v", len(p), err)
+	}
+	if n := e.events(stale); n != 1 {
+		t.Fatalf("%d cache.miss reason=ttl, want 1", n)
+	}
+	if n := e.count("fx", "prompts-list"); n != 1 {
+		t.Fatalf("%d prompts/list, want 1", n)
+	}
+
+	// Past both ttlMs with no read, nothing is listed; the prompts' read
+	// lists the prompts alone.
+	e.clock.Advance(10 * time.Minute)
+	if n := e.count("fx", "resources-list") + e.count("fx", "prompts-list"); n != 5 {
+		t.Fatalf("%d list pages after a quiet hour, want 5 (no timer)", n)
+	}
+	if _, err := e.rt.Prompts("fx"); err != nil {
+		t.Fatal(err)
+	}
+	e.awaitJournal("fx", "prompts-list", 2)
+	last := e.awaitAfter(miss.Seq, stale)
+	e.awaitAfter(last.Seq, m(event.PromptsListed, "fx", "prompts", "1"))
+	if n := e.events(stale); n != 2 {
+		t.Fatalf("%d cache.miss reason=ttl, want 2", n)
+	}
+	if n := e.count("fx", "resources-list"); n != 4 {
+		t.Fatalf("%d resources/list pages, want 4", n)
+	}
+	if n := e.events(m(event.CacheWritten, "fx")); n != 0 {
+		t.Fatalf("%d cache.written of a private server", n)
+	}
+}
+
+// TestCacheHintListsLegacyUnchanged: a handshake-era connection's
+// resources and prompts carry no hints and are never listed again by the
+// clock.
+func TestCacheHintListsLegacyUnchanged(t *testing.T) {
+	knobs := map[string]string{"MCP_FIXTURE_ERA": "legacy", "MCP_FIXTURE_RESOURCES": "3", "MCP_FIXTURE_PROMPTS": "1",
+		"MCP_FIXTURE_RESOURCES_TTL_MS": "30000", "MCP_FIXTURE_PROMPTS_TTL_MS": "30000"}
+	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
+		return map[string]json.RawMessage{"fx": e.fixtureServer("fx", knobs, `"resources":true,"prompts":true`)}
+	}, Options{})
+	sess, err := e.rt.OpenSession(t.Context(), SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.await(m(event.ResourcesListed, "fx", "resources", "3"))
+	e.await(m(event.PromptsListed, "fx", "prompts", "1"))
+	e.clock.Advance(24 * time.Hour)
+	if _, err := e.rt.Resources("fx"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.rt.Prompts("fx"); err != nil {
+		t.Fatal(err)
+	}
+	// A call answered after both reads: a refresh they started would have
+	// been asked for before it.
+	if _, err := sess.CallTool(t.Context(), "mcp_fx_echo", map[string]any{"text": "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.events(m(event.CacheMiss, "fx", "reason", toolcache.ReasonTTL)); n != 0 {
+		t.Fatalf("%d cache.miss reason=ttl on a legacy connection", n)
+	}
+	if r, p := e.count("fx", "resources-list"), e.count("fx", "prompts-list"); r != 1 || p != 1 {
+		t.Fatalf("%d resources/list, %d prompts/list, want 1 each", r, p)
+	}
+}
+
 // TestCacheHintStartup: a record written with ttlMs gives deferred tools
 // at the next start only while it is fresh on the clock (1 ms before
 // ttlMs: a hit; at ttlMs: a miss with reason ttl), and a configuration

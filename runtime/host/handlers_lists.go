@@ -89,6 +89,7 @@ type listState struct {
 	prompts   []*mcp.Prompt
 	windows   [2]debounceWindow // by listKind
 	listed    [2]bool
+	fresh     [2]freshness // by listKind: the lists' ttlMs (cachehints.go)
 }
 
 // listAll lists what c's server enabled, after connect: each listing runs
@@ -121,14 +122,17 @@ func (s *server) listChanged(c *connection, k listKind) {
 }
 
 // refreshList lists c's resources or prompts (all pages, at most MaxTools
-// entries) and keeps them when c is still the server's connection. A failed
-// listing keeps the previous list.
+// entries) and keeps them when c is still the server's connection, fresh
+// from now for the ttlMs of the modern era's cache hint (cachehints.go). A
+// failed listing keeps the previous list, stale if it was.
 func (s *server) refreshList(c *connection, k listKind) {
 	if c.ctx == nil {
 		return
 	}
 	ctx, cancel := clock.WithTimeout(c.ctx, s.rt.clock, s.cfg.ConnectTimeout(), "list")
 	defer cancel()
+	var sink hintSink
+	ctx = withHintSink(ctx, &sink)
 	limit := s.rt.opts.MaxTools
 	var (
 		resources []*mcp.Resource
@@ -150,10 +154,14 @@ func (s *server) refreshList(c *connection, k listKind) {
 	errText := ""
 	if err != nil {
 		errText = err.Error()
-	} else if k == listResources {
-		s.lists.resources = resources
 	} else {
-		s.lists.prompts = prompts
+		if k == listResources {
+			s.lists.resources = resources
+		} else {
+			s.lists.prompts = prompts
+		}
+		f := &s.lists.fresh[k]
+		*f = freshness{conn: c, at: s.rt.clock.Now(), ttl: hintFor(c.protocol, sink.hint).TTL, refreshes: f.refreshes}
 	}
 	s.lists.listed[k] = true
 	s.notifyLocked()
@@ -187,24 +195,30 @@ func collect[T any](seq func(func(T, error) bool), limit int) ([]T, int, error) 
 }
 
 // Resources returns the resources last listed for the named server (its
-// config must enable "resources"); nil before the first listing.
+// config must enable "resources"); nil before the first listing. It is a
+// use of the list: a list that outlived the ttlMs its server sent with it
+// (2026-07-28) is listed again, and the new list replaces it when it
+// arrives (cachehints.go).
 func (rt *Runtime) Resources(name string) ([]*mcp.Resource, error) {
 	s, err := rt.listing(name, "resources")
 	if err != nil {
 		return nil, err
 	}
+	s.useList(listResources)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.lists.resources), nil
 }
 
 // Prompts returns the prompts last listed for the named server (its config
-// must enable "prompts"); nil before the first listing.
+// must enable "prompts"); nil before the first listing. It is a use of the
+// list, like Resources.
 func (rt *Runtime) Prompts(name string) ([]*mcp.Prompt, error) {
 	s, err := rt.listing(name, "prompts")
 	if err != nil {
 		return nil, err
 	}
+	s.useList(listPrompts)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.lists.prompts), nil

@@ -42,8 +42,10 @@ import (
 //     means the server went away: the connection ends (listenGone), and the
 //     restart policy takes over with reason transport-exit, as when a
 //     handshake-era connection loses its GET stream.
-//   - After a re-open the tools are listed again (one tools/list_changed):
-//     what the server sent while no stream was open is lost.
+//   - After a re-open the tools are listed again (one tools/list_changed),
+//     and so are the resources and prompts the server's config follows
+//     (one list_changed of each): what the server sent while no stream was
+//     open is lost.
 
 // maxListenReopens bounds the re-opens of a listen stream in a row.
 const maxListenReopens = 5
@@ -205,7 +207,7 @@ func (b *listenBody) ended(cause error) error {
 		switch {
 		case err == nil:
 			s.emit(event.RemoteListenReopened, event.Int("attempt", b.attempts))
-			b.refreshTools()
+			b.refreshLists()
 			return nil
 		case ctx.Err() != nil:
 			return err
@@ -291,13 +293,24 @@ func (b *listenBody) reopen() error {
 	return nil
 }
 
-// refreshTools lists the tools again after a re-open, as after one
-// tools/list_changed. The connection may still be connecting (a stream
-// that broke at once): the debounce's refresh runs only once it is the
-// server's connection (debounceLocked).
-func (b *listenBody) refreshTools() {
-	if c := b.t.rc.conn; c != nil {
-		b.t.rc.srv.toolsChanged(c)
+// refreshLists lists the tools again after a re-open, as after one
+// tools/list_changed, and the resources and prompts the server's config
+// follows, as after one list_changed of each (tools.changed, then
+// resources.changed and prompts.changed, each debounced). The connection
+// may still be connecting (a stream that broke at once): the debounce's
+// refresh runs only once it is the server's connection (debounceLocked).
+func (b *listenBody) refreshLists() {
+	c := b.t.rc.conn
+	if c == nil {
+		return
+	}
+	s := b.t.rc.srv
+	s.toolsChanged(c)
+	if s.cfg.Resources {
+		s.listChanged(c, listResources)
+	}
+	if s.cfg.Prompts {
+		s.listChanged(c, listPrompts)
 	}
 }
 
