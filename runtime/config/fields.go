@@ -66,8 +66,8 @@ func Fields() []FieldInfo {
 		{"sampling", "boolean", "`false`", "host-side sampling handler: `true` advertises sampling and hands each `sampling/createMessage` to the embedding host's sampling callback (`host.Options.Sampling`); without the callback, or when `false`, the capability is not advertised and a request is refused", OnBadWarning},
 		{"roots", "array of strings", "none (no roots capability)", "the roots advertised to the server and answered on `roots/list`: `file://` URIs or paths; an absolute path becomes a `file://` URI, a relative one is resolved against the config file's directory (an inline server needs absolute ones); other URI schemes are rejected", OnBadError},
 		{"progress", "boolean", "`false`", "`true` passes a progress token with each tool call and reports the server's `notifications/progress` as `tool.progress` events (and `host.Options.Progress`)", OnBadWarning},
-		{"resources", "boolean", "`false`", "`true` lists the server's resources after connect and again on `notifications/resources/list_changed` (`resources.listed`); status and `host.Runtime.Resources` show them", OnBadWarning},
-		{"prompts", "boolean", "`false`", "`true` lists the server's prompts after connect and again on `notifications/prompts/list_changed` (`prompts.listed`); status and `host.Runtime.Prompts` show them", OnBadWarning},
+		{"resources", "boolean", "`false`", "`true` lists the server's resources after connect and again on `notifications/resources/list_changed` (`resources.listed`), after a re-opened `subscriptions/listen` stream, and at a read past the list's `ttlMs` (2026-07-28); status and `host.Runtime.Resources` show them", OnBadWarning},
+		{"prompts", "boolean", "`false`", "`true` lists the server's prompts after connect and again on `notifications/prompts/list_changed` (`prompts.listed`), after a re-opened `subscriptions/listen` stream, and at a read past the list's `ttlMs` (2026-07-28); status and `host.Runtime.Prompts` show them", OnBadWarning},
 	}
 }
 

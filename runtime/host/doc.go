@@ -56,8 +56,9 @@
 //   - call.go: tool calls, their timeouts and errors
 //   - listchanged.go: notifications/tools/list_changed and refreshes
 //   - cachehints.go: the cache hints of list results (ttlMs, cacheScope):
-//     a live list listed again at its first use past ttlMs, a private
-//     list kept out of the tool cache, go-sdk's own list cache bypassed
+//     a live list (tools, resources, prompts) listed again at its first
+//     use past ttlMs, a private list kept out of the tool cache, go-sdk's
+//     own list cache bypassed
 //   - stats.go: the connect concurrency gauge
 //
 // Transports and sessions:

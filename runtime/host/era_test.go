@@ -137,6 +137,10 @@ func renderEras(t *testing.T) string {
 		fmt.Sprintf("none (the era defines none): a record lives by the config hash and the cache's TTL (%d days); a live list is listed again on `tools/list_changed` and at each connect", int(toolcache.DefaultTTL.Hours()/24)),
 		fmt.Sprintf("recorded with the list, inside the config-hash rule (a changed configuration misses first): a positive `ttlMs` bounds the record (a start past it: `cache.miss reason=%s`, no deferred tools) and the live list (listed again at its first use past it: `cache.miss reason=%s`); `ttlMs` 0 sets no bound; a `%s` list is never stored (`cache.invalidated reason=%s`)",
 			toolcache.ReasonTTL, toolcache.ReasonTTL, toolcache.ScopePrivate, reasonPrivateScope))
+	row("cache hints of `resources/list` and `prompts/list` (servers with `\"resources\"`, `\"prompts\"`; see \"The tool cache\")",
+		"none: the lists are listed at each connect and again on their list_changed",
+		fmt.Sprintf("a positive `ttlMs` bounds each live list: listed again at the host's first read past it (`Runtime.Resources`, `Runtime.Prompts`: `cache.miss reason=%s`, then `%s` or `%s`), never on a timer; the lists are never stored, so `cacheScope` changes nothing; listed again after a listen stream is re-opened",
+			toolcache.ReasonTTL, event.ResourcesListed, event.PromptsListed))
 	return b.String()
 }
 
