@@ -295,23 +295,24 @@ func (b *listenBody) reopen() error {
 
 // refreshLists lists the tools again after a re-open, as after one
 // tools/list_changed, and the resources and prompts the server's config
-// follows, as after one list_changed of each (tools.changed, then
-// resources.changed and prompts.changed, each debounced). The connection
-// may still be connecting (a stream that broke at once): the debounce's
-// refresh runs only once it is the server's connection (debounceLocked).
+// follows, as after one list_changed of each (resources.changed,
+// prompts.changed, then tools.changed, each debounced: once tools.changed
+// is out, every refresh's timer is armed). The connection may still be
+// connecting (a stream that broke at once): the debounce's refresh runs
+// only once it is the server's connection (debounceLocked).
 func (b *listenBody) refreshLists() {
 	c := b.t.rc.conn
 	if c == nil {
 		return
 	}
 	s := b.t.rc.srv
-	s.toolsChanged(c)
 	if s.cfg.Resources {
 		s.listChanged(c, listResources)
 	}
 	if s.cfg.Prompts {
 		s.listChanged(c, listPrompts)
 	}
+	s.toolsChanged(c)
 }
 
 // nextListenID numbers the listen requests the runtime sends itself.
