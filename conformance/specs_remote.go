@@ -204,3 +204,44 @@ var _ = Spec(Requirement{
 	j := h.AwaitJournal("fx", Handshake, 1)
 	h.Verify(Journal, j.Count("connection-refused") == 2 && j.Count(Handshake) == 1, "two refused connects, then one handshake", "%d refused, %d initialize", j.Count("connection-refused"), j.Count(Handshake))
 })
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-LISTEN-001", Level: Should, Profile: driver.ProfileRemote, Area: "listen", Eras: Modern,
+	Statement: "An implementation SHOULD, once it has re-opened a subscriptions/listen stream that broke (2026-07-28), list again, once each, the tools and the resources and prompts it follows: the list changes the server sent while no stream was open are lost.",
+	Source:    Source{"issue 26", "subscriptions/listen with the same debounce and a reconnect policy for the listen stream"},
+	Needs:     []driver.Capability{driver.CapHostHandlers},
+}, func(h *H) {
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_LISTEN_END": "break", "MCP_FIXTURE_RESOURCES": "2", "MCP_FIXTURE_PROMPTS": "1"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr).With("resources", true).With("prompts", true)}})
+	h.Open("main")
+	listens := func(j JournalEntries) int { return len(j.Where("received", "method", "subscriptions/listen")) }
+	h.AwaitJournalFunc("fx", "the first listen stream cut and a second subscriptions/listen", func(j JournalEntries) bool {
+		return j.Count("listen-ended") >= 1 && listens(j) >= 2
+	})
+	h.AwaitJournalFunc("fx", "the resources and prompts listed after connect", func(j JournalEntries) bool {
+		return j.Count("resources-list") >= 1 && j.Count("prompts-list") >= 1
+	})
+	// The tools are listed again as after one tools/list_changed
+	// (tools.changed); the refreshes wait for the list_changed debounce on
+	// the clock.
+	h.Await(Ev(event.ToolsChanged, "fx"))
+	relisted := func(j JournalEntries) bool {
+		return j.Count("tools-list") >= 2 && j.Count("resources-list") >= 2 && j.Count("prompts-list") >= 2
+	}
+	for i := 0; i < 3 && !relisted(h.Journal("fx")); i++ {
+		p := h.Pending()
+		if len(p) == 0 {
+			break
+		}
+		h.Advance(max(p[0].Milliseconds(), 1))
+		h.AwaitJournal("fx", "tools-list", 2)
+	}
+	// Bound of the counts: the answer of a call made after the refreshes.
+	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "after the re-open"})
+	j := h.Journal("fx")
+	h.Verify(Response, r.Error == nil && !r.Result.IsError, "a call answers after the re-open", "error=%v text=%q", r.Error, r.Result.Text)
+	h.Verify(Journal, j.Count("tools-list") == 2, "the tools were listed again, once", "%d tools-list", j.Count("tools-list"))
+	h.Verify(Journal, j.Count("resources-list") == 2 && j.Count("prompts-list") == 2, "the resources and prompts were listed again, once each",
+		"%d resources-list, %d prompts-list (journal %v)", j.Count("resources-list"), j.Count("prompts-list"), kinds(j))
+	h.Verify(Journal, listens(j) == 2, "one re-open", "%d subscriptions/listen", listens(j))
+})

@@ -176,6 +176,8 @@ var teeth = []teethRow{
 		"GATE-CACHE-003", nil},
 	{"ttl-ignored", "a server's ttlMs is ignored: a stale tool list still gives deferred tools at startup and is never listed again on a live connection",
 		"GATE-CACHE-004", nil},
+	{"listen-relists-tools-only", "a re-opened subscriptions/listen stream has only the tools listed again: the resources and prompts the server's config follows are not",
+		"REMOTE-LISTEN-001", nil},
 	{"malformed-file-fatal", "one config file that is not valid JSON ends discovery: no server of any file is loaded",
 		"SEC-FORMAT-002", nil},
 	{"acquire-not-counted", "a successful acquire holds no reference: status refs stay 0",
