@@ -92,6 +92,16 @@ func (h *H) must(err error, what string) {
 	}
 }
 
+// HeldToConventions reports whether the driver under test is held to
+// mcplife's host conventions (driver.ProfileConventions) where a
+// requirement of another profile touches them: it claims the profile, or
+// its protocol version predates it, so its profiles still hold the
+// requirements that moved there.
+func (h *H) HeldToConventions() bool {
+	hello := h.s.hello
+	return hello.Claims(driver.ProfileConventions) || !hello.Knows(driver.ProfileConventions)
+}
+
 // Era returns the MCP protocol era the spec runs in: the era every fixture
 // server it configures speaks, unless its knobs say otherwise.
 func (h *H) Era() driver.Era { return h.era }

@@ -144,7 +144,11 @@ file is rendered from those reports (regenerate it with
 		if len(reqs) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n## Profile `%s`\n\n| Requirement | Era | Level |", p.Name)
+		fmt.Fprintf(&b, "\n## Profile `%s`\n\n", p.Name)
+		if since := driver.ProfileSince(p.Name); since != "" {
+			fmt.Fprintf(&b, "The profile is of %s: a driver of an earlier version cannot claim it and is judged on each of these requirements under the profile it belonged to before (%s), as it always was. A driver that claims neither leaves them not claimed.\n\n", since, formerProfiles(reqs))
+		}
+		b.WriteString("| Requirement | Era | Level |")
 		for _, c := range cols {
 			fmt.Fprintf(&b, " `%s` |", c.Name)
 		}
@@ -191,4 +195,25 @@ file is rendered from those reports (regenerate it with
 		}
 	}
 	return b.String()
+}
+
+// formerProfiles lists, for the matrix, the profiles the requirements
+// formerly belonged to: "`core` for CORE-NAMING-001, ...; `security` for ...".
+func formerProfiles(reqs []Requirement) string {
+	var order []driver.Profile
+	ids := map[driver.Profile][]string{}
+	for _, r := range reqs {
+		if r.Formerly == "" {
+			continue
+		}
+		if _, ok := ids[r.Formerly]; !ok {
+			order = append(order, r.Formerly)
+		}
+		ids[r.Formerly] = append(ids[r.Formerly], "`"+r.ID+"`")
+	}
+	parts := make([]string, len(order))
+	for i, p := range order {
+		parts[i] = fmt.Sprintf("`%s` for %s", p, strings.Join(ids[p], ", "))
+	}
+	return strings.Join(parts, "; ")
 }

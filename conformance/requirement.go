@@ -51,6 +51,13 @@ type Requirement struct {
 	Area string `json:"area"`
 	// Profile is the profile the requirement belongs to (a ginkgo label).
 	Profile driver.Profile `json:"profile"`
+	// Formerly, for a requirement of a profile a later protocol version
+	// added (driver.ProfileSince), is the profile it belonged to before:
+	// a driver of an earlier version is judged on it when it claims that
+	// profile, as it was before the move, and the requirement keeps the id
+	// that profile gave it. It is also a ginkgo label, so -profile with
+	// the former profile still selects it.
+	Formerly driver.Profile `json:"formerly,omitempty"`
 	// Needs lists capabilities the requirement needs beyond those its
 	// profile requires.
 	Needs []driver.Capability `json:"needs,omitempty"`
@@ -131,11 +138,28 @@ func (r Requirement) Capabilities() []driver.Capability {
 // Labels returns the ginkgo labels of the requirement's spec in era e:
 // profile, area, id and era.
 func (r Requirement) Labels(e driver.Era) []string {
+	if r.Formerly != "" {
+		return []string{string(r.Profile), string(r.Formerly), r.Area, r.ID, string(e)}
+	}
 	return []string{string(r.Profile), r.Area, r.ID, string(e)}
 }
 
+// ClaimedAs returns the profile a driver that answered hello must claim
+// for the requirement to apply: its profile, or, for a driver whose
+// protocol version predates that profile, the one it formerly belonged to.
+func (r Requirement) ClaimedAs(hello *driver.HelloResult) driver.Profile {
+	if r.Formerly != "" && !hello.Knows(r.Profile) {
+		return r.Formerly
+	}
+	return r.Profile
+}
+
+// In reports whether the requirement belongs to profile p, now or, for a
+// driver of an earlier protocol version, formerly.
+func (r Requirement) In(p driver.Profile) bool { return r.Profile == p || r.Formerly == p }
+
 var (
-	idPattern   = regexp.MustCompile(`^(CORE|GATE|SHARED|BOUNDED|REG|SEC|REMOTE|FIELD)-[A-Z]+-[0-9]{3}$`)
+	idPattern   = regexp.MustCompile(`^(CORE|GATE|SHARED|BOUNDED|REG|SEC|REMOTE|FIELD|CONV)-[A-Z]+-[0-9]{3}$`)
 	areaPattern = regexp.MustCompile(`^[a-z][a-z-]*$`)
 	prefixes    = map[driver.Profile]string{
 		driver.ProfileCore:             "CORE",
@@ -146,13 +170,22 @@ var (
 		driver.ProfileSecurity:         "SEC",
 		driver.ProfileRemote:           "REMOTE",
 		ProfileField:                   "FIELD",
+		driver.ProfileConventions:      "CONV",
 	}
 )
 
 // validate checks the requirement's own fields.
 func (r Requirement) validate() error {
-	prefix, ok := prefixes[r.Profile]
+	idProfile := r.Profile
+	if r.Formerly != "" {
+		idProfile = r.Formerly
+	}
+	prefix, ok := prefixes[idProfile]
 	switch {
+	case r.Formerly != "" && driver.ProfileSince(r.Profile) == "":
+		return fmt.Errorf("%s: Formerly is for a requirement of a profile a later protocol version added, not of %q", r.ID, r.Profile)
+	case r.Formerly != "" && driver.ProfileSince(r.Formerly) != "":
+		return fmt.Errorf("%s: it formerly belonged to %q, a profile of %s: a requirement moves out of a profile of the first version", r.ID, r.Formerly, driver.ProfileSince(r.Formerly))
 	case !ok:
 		return fmt.Errorf("%s: unknown profile %q", r.ID, r.Profile)
 	case !idPattern.MatchString(r.ID) || !strings.HasPrefix(r.ID, prefix+"-"):

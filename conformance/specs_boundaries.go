@@ -24,7 +24,7 @@ func longName(prefix string, n int) string {
 }
 
 var _ = Spec(Requirement{
-	ID: "CORE-NAMING-004", Level: Must, Profile: driver.ProfileCore, Area: "naming", Eras: Both,
+	ID: "CORE-NAMING-004", Level: Must, Profile: driver.ProfileConventions, Formerly: driver.ProfileCore, Area: "naming", Eras: Both,
 	Statement: "An implementation MUST keep an exposed tool name of exactly 64 characters as it is, and cap a longer one to at most 64 characters, so that tools whose names share their first 64 characters, through a long tool name or a long server name, stay distinct and each reaches its own raw tool.",
 	Source:    Source{"reference semantics", "Tool names are capped at 64 characters (a hash keeps long names that share a prefix distinct); seed 002: server names max 100 chars"},
 }, func(h *H) {
@@ -94,7 +94,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-TRUNC-002", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping", Eras: Both,
+	ID: "SEC-TRUNC-002", Level: Must, Profile: driver.ProfileConventions, Formerly: driver.ProfileSecurity, Area: "wrapping", Eras: Both,
 	Statement: "An implementation MUST hand over a result of exactly maxResultChars characters whole, and cut a result of one character more to its first maxResultChars characters.",
 	Source:    Source{"seed 004", "Output is truncated to config.maxResultChars (default 50 KB)"},
 }, func(h *H) {

@@ -162,7 +162,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-NAMING-001", Level: Must, Profile: driver.ProfileCore, Area: "naming", Eras: Both,
+	ID: "CORE-NAMING-001", Level: Must, Profile: driver.ProfileConventions, Formerly: driver.ProfileCore, Area: "naming", Eras: Both,
 	Statement: "An implementation MUST expose each tool as mcp_<server>_<tool> with both parts lower-cased, every run of other characters than [a-z0-9_] replaced by one underscore and no underscore left at the start or end of a part, and route calls of that name to the raw tool.",
 	Source:    Source{"reference semantics", "Tool name: lowercase; runs of characters outside [a-z0-9_] become _; repeated _ collapse; leading/trailing _ trimmed (seed 002: mcp_<sanitized_server_name>_<sanitized_tool_name>)"},
 }, func(h *H) {
@@ -193,7 +193,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-NAMING-002", Level: Must, Profile: driver.ProfileCore, Area: "naming", Eras: Both,
+	ID: "CORE-NAMING-002", Level: Must, Profile: driver.ProfileConventions, Formerly: driver.ProfileCore, Area: "naming", Eras: Both,
 	Statement: "An implementation MUST strip a redundant <server>_ prefix from a tool name once when building its exposed name.",
 	Source:    Source{"seed 002", "redundant <server>_ prefix in tool name is stripped once"},
 }, func(h *H) {
@@ -208,7 +208,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-NAMING-003", Level: Should, Profile: driver.ProfileCore, Area: "naming", Eras: Both,
+	ID: "CORE-NAMING-003", Level: Should, Profile: driver.ProfileConventions, Formerly: driver.ProfileCore, Area: "naming", Eras: Both,
 	Statement: "An implementation SHOULD list a session's tools sorted by exposed name, whatever order the servers connect and list them in.",
 	Source:    Source{"reference semantics", "tools are sorted by name so the bytes sent to the model are stable"},
 }, func(h *H) {
@@ -224,7 +224,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-APPROVAL-001", Level: Must, Profile: driver.ProfileCore, Area: "naming", Eras: Both,
+	ID: "CORE-APPROVAL-001", Level: Must, Profile: driver.ProfileConventions, Formerly: driver.ProfileCore, Area: "naming", Eras: Both,
 	Statement: "An implementation MUST mark every MCP tool as requiring approval unless its configuration says otherwise.",
 	Source:    Source{"seed 004", "Every MCP tool is registered with requiresApproval: true"},
 }, func(h *H) {
@@ -242,7 +242,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-SCHEMA-001", Level: Must, Profile: driver.ProfileCore, Area: "schema", Eras: Both,
+	ID: "CORE-SCHEMA-001", Level: Must, Profile: driver.ProfileConventions, Formerly: driver.ProfileCore, Area: "schema", Eras: Both,
 	Statement: "An implementation MUST hand each tool's input schema to the agent as an object schema, adding an empty \"properties\" object where the server's object schema has none.",
 	Source:    Source{"seed 002", "convertSchema() keeps MCP JSON Schema mostly as-is but patches object schemas missing properties with {}"},
 }, func(h *H) {
@@ -296,7 +296,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-RESULT-003", Level: Must, Profile: driver.ProfileCore, Area: "results", Eras: Both,
+	ID: "CORE-RESULT-003", Level: Must, Profile: driver.ProfileConventions, Formerly: driver.ProfileCore, Area: "results", Eras: Both,
 	Statement: "An implementation MUST turn a JSON-RPC error of tools/call into a failed result whose text starts with \"MCP error:\", and keep the server connected.",
 	Source:    Source{"seed 002", "maps thrown transport/runtime failures to MCP error: ..."},
 }, func(h *H) {

@@ -244,7 +244,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "REG-COLLISION-001", Level: Must, Profile: driver.ProfileRegistration, Area: "collision", Eras: Both,
+	ID: "REG-COLLISION-001", Level: Must, Profile: driver.ProfileConventions, Formerly: driver.ProfileRegistration, Area: "collision", Eras: Both,
 	Statement: "An implementation MUST expose one tool per exposed name when two servers' tools collide after sanitizing, pick the same winner in every session and report the collision, whichever of the two servers' tools arrive first.",
 	Source:    Source{"seed 002", "Different raw names can still sanitize to the same identifier (for example my-server and my.server), and registry insertion is last-write-wins"},
 }, func(h *H) {

@@ -355,7 +355,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-WRAP-001", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping", Eras: Both,
+	ID: "SEC-WRAP-001", Level: Must, Profile: driver.ProfileConventions, Formerly: driver.ProfileSecurity, Area: "wrapping", Eras: Both,
 	Statement: "An implementation MUST wrap every tool result handed to the agent, errors included, in <mcp_tool_output server=\"S\" tool=\"T\" trust=\"untrusted\"> ... </mcp_tool_output> boundary markers.",
 	Source:    Source{"seed 004", "wrapMcpOutput unconditionally wraps the output in <mcp_tool_output server=\"…\" tool=\"…\" trust=\"untrusted\">…</mcp_tool_output> boundary markers"},
 }, func(h *H) {
@@ -378,7 +378,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-WRAP-002", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping", Eras: Both,
+	ID: "SEC-WRAP-002", Level: Must, Profile: driver.ProfileConventions, Formerly: driver.ProfileSecurity, Area: "wrapping", Eras: Both,
 	Statement: "An implementation MUST neutralize boundary markers inside a tool result, in any letter case and even when cut short, so that the result cannot close its boundary early or open another.",
 	Source:    Source{"seed 004", "the boundary marker ... attributes each chunk to a specific server, so a malicious response can't masquerade as first-party tool output"},
 }, func(h *H) {
@@ -406,7 +406,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-TRUNC-001", Level: Must, Profile: driver.ProfileSecurity, Area: "wrapping", Eras: Both,
+	ID: "SEC-TRUNC-001", Level: Must, Profile: driver.ProfileConventions, Formerly: driver.ProfileSecurity, Area: "wrapping", Eras: Both,
 	Statement: "An implementation MUST truncate a result longer than maxResultChars before wrapping it, saying so and keeping the closing boundary marker.",
 	Source:    Source{"seed 004", "Output is truncated to config.maxResultChars (default 50 KB) ... wrapMcpOutput unconditionally wraps the output"},
 }, func(h *H) {
@@ -421,7 +421,7 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
-	ID: "SEC-INJECT-001", Level: Must, Profile: driver.ProfileSecurity, Area: "injection", Eras: Both,
+	ID: "SEC-INJECT-001", Level: Must, Profile: driver.ProfileConventions, Formerly: driver.ProfileSecurity, Area: "injection", Eras: Both,
 	Statement: "An implementation MUST flag prompt-injection phrases in a tool result, in any letter case, as advisory signals without blocking or changing the result.",
 	Source:    Source{"reference semantics", "Injection signals (case-insensitive, advisory only, never block or change content) (seed 004: detectInjectionSignals scans the body ... Detection is advisory — never blocking, never mutating the content)"},
 }, func(h *H) {

@@ -427,8 +427,8 @@ func (s *state) notApplicable(r Requirement, era driver.Era) string {
 		}
 		return fmt.Sprintf("not applicable: the driver does not speak the %s era", era)
 	}
-	if !claimed(h, r.Profile) {
-		return fmt.Sprintf("not applicable: the driver does not claim profile %s", r.Profile)
+	if p := r.ClaimedAs(h); !claimed(h, p) {
+		return fmt.Sprintf("not applicable: the driver does not claim profile %s", p)
 	}
 	var missing []string
 	for _, c := range r.Capabilities() {

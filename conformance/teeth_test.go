@@ -473,7 +473,7 @@ func TestTeeth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims := []driver.Profile{driver.ProfileCore, driver.ProfileRegistration, driver.ProfileSecurity}
+	claims := []driver.Profile{driver.ProfileCore, driver.ProfileRegistration, driver.ProfileSecurity, driver.ProfileConventions}
 	claimNames := make([]string, len(claims))
 	for i, p := range claims {
 		claimNames[i] = string(p)

@@ -199,7 +199,7 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 func shardRequirements(sh shard.Spec, profiles []driver.Profile, ids []string) []string {
 	var all []string
 	for _, r := range conformance.Requirements() {
-		if len(profiles) > 0 && !slices.Contains(profiles, r.Profile) {
+		if len(profiles) > 0 && !slices.ContainsFunc(profiles, r.In) {
 			continue
 		}
 		if len(ids) > 0 && !slices.Contains(ids, r.ID) {

@@ -227,12 +227,31 @@ func TestHelloVersion1(t *testing.T) {
 	if !slices.Equal(h2.SpokenEras(), []Era{EraLegacy, EraModern}) {
 		t.Errorf("reference eras = %v, want both", h2.SpokenEras())
 	}
+	// The conventions profile is of version 4: the reference claims it
+	// then, and drops it for a harness of an earlier version, whose
+	// core, registration and security hold its requirements.
+	if !h2.Claims(ProfileConventions) || !h2.Knows(ProfileConventions) {
+		t.Errorf("reference hello %s claims %v; want conventions among them", h2.Protocol, h2.Profiles)
+	}
+	for _, v := range []string{ProtocolVersion3, ProtocolVersion2, ProtocolVersion1} {
+		var old HelloResult
+		if err := ref.Request(ctx, MethodHello, HelloParams{Protocol: v}, &old); err != nil {
+			t.Fatal(err)
+		}
+		if old.Protocol != v || old.Claims(ProfileConventions) || old.Knows(ProfileConventions) || !old.Claims(ProfileCore) {
+			t.Errorf("reference hello to a %s harness = %s claiming %v; want %s, core and no conventions", v, old.Protocol, old.Profiles, v)
+		}
+		if err := old.validate(); err != nil {
+			t.Errorf("the reference's %s hello does not validate: %v", v, err)
+		}
+	}
 }
 
 func TestHelloRejectsBrokenDrivers(t *testing.T) {
 	for mode, want := range map[string]string{
-		"wrong-version":              `speaks "mcplife-driver/0", this harness speaks "mcplife-driver/3" (and accepts ["mcplife-driver/2" "mcplife-driver/1"])`,
-		"no-eras":                    `no eras (protocol mcplife-driver/3 requires`,
+		"wrong-version":              `speaks "mcplife-driver/0", this harness speaks "mcplife-driver/4" (and accepts ["mcplife-driver/3" "mcplife-driver/2" "mcplife-driver/1"])`,
+		"no-eras":                    `no eras (protocol mcplife-driver/4 requires`,
+		"v3-with-conventions":        `profile "conventions" is of mcplife-driver/4, not of mcplife-driver/3`,
 		"unknown-era":                `unknown era "stateless"`,
 		"v1-with-eras":               `eras is a field of mcplife-driver/2 and later, not of mcplife-driver/1`,
 		"v2-with-pending-timers":     `capability "pending-timers" is of mcplife-driver/3, not of mcplife-driver/2`,

@@ -127,7 +127,7 @@ func Example() {
 	}
 	fmt.Println("server process left:", syscall.Kill(pid, 0) == nil)
 	// Output:
-	// protocol: mcplife-driver/3 profile core: true eras: [legacy modern]
+	// protocol: mcplife-driver/4 profile core: true eras: [legacy modern]
 	// ready: [fixture]
 	// echo is exposed as mcp_fixture_echo
 	// isError: false
@@ -147,7 +147,7 @@ func Example() {
 // runtime before start with the error code not_started; shutdown with {}.
 func ExampleServe() {
 	requests := []string{
-		`{"id":1,"method":"hello","params":{"protocol":"mcplife-driver/3"}}`,
+		`{"id":1,"method":"hello","params":{"protocol":"mcplife-driver/4"}}`,
 		`{"id":2,"method":"status"}`,
 		`{"id":3,"method":"shutdown"}`,
 	}
@@ -177,7 +177,7 @@ func ExampleServe() {
 	}
 	fmt.Println("schema errors:", len(v.ValidateTranscript(lines)))
 	// Output:
-	// {"type":"response","id":1,"result":{"protocol":"mcplife-driver/3","implementation":{"name":"example","version":"1.0.0"},"capabilities":["status","journal-pid"],"profiles":["core"],"eras":["legacy","modern"]}}
+	// {"type":"response","id":1,"result":{"protocol":"mcplife-driver/4","implementation":{"name":"example","version":"1.0.0"},"capabilities":["status","journal-pid"],"profiles":["core"],"eras":["legacy","modern"]}}
 	// {"type":"response","id":2,"error":{"code":"not_started","message":"start has not succeeded"}}
 	// {"type":"response","id":3,"result":{}}
 	// schema errors: 0
@@ -331,7 +331,7 @@ func ExampleConn() {
 			}
 		}
 	}
-	ask(`{"id":1,"method":"hello","params":{"protocol":"mcplife-driver/3"}}`, "response")
+	ask(`{"id":1,"method":"hello","params":{"protocol":"mcplife-driver/4"}}`, "response")
 	ask(`{"id":2,"method":"tools.list","params":{"session":"s1"}}`, "response")
 	ask(`{"id":3,"method":"start","params":{"clock":"real"}}`, "response")
 	ask(`{"id":4,"method":"session.open","params":{"session":"s1"}}`, "response")
@@ -345,7 +345,7 @@ func ExampleConn() {
 		log.Fatal(err)
 	}
 	// Output:
-	// {"type":"response","id":1,"result":{"protocol":"mcplife-driver/3","implementation":{"name":"echo-client","version":"0.1.0"},"capabilities":[],"profiles":[],"eras":["legacy"]}}
+	// {"type":"response","id":1,"result":{"protocol":"mcplife-driver/4","implementation":{"name":"echo-client","version":"0.1.0"},"capabilities":[],"profiles":[],"eras":["legacy"]}}
 	// {"type":"response","id":2,"error":{"code":"not_started","message":"start has not succeeded"}}
 	// {"type":"response","id":3,"result":{}}
 	// event 1 session.opened

@@ -159,8 +159,8 @@ type ConnOptions struct {
 // hello returns what the driver answers to a hello of protocol version
 // asked: a harness of an earlier version gets an answer of its version,
 // without what later versions added (version 1: eras; version 2:
-// pending-timers; docs/DRIVER.md section 11); every other harness gets
-// ProtocolVersion.
+// pending-timers; version 3: the conventions profile; docs/DRIVER.md
+// section 11); every other harness gets ProtocolVersion.
 func (h *Handlers) hello(asked string) *HelloResult {
 	res := &HelloResult{
 		Protocol:       ProtocolVersion,
@@ -169,12 +169,13 @@ func (h *Handlers) hello(asked string) *HelloResult {
 		Profiles:       nonNilSlice(h.Profiles),
 		Eras:           nonNilSlice(h.Eras),
 	}
-	if asked == ProtocolVersion1 || asked == ProtocolVersion2 {
+	if asked == ProtocolVersion1 || asked == ProtocolVersion2 || asked == ProtocolVersion3 {
 		res.Protocol = asked
 		res.Capabilities = slices.DeleteFunc(slices.Clone(res.Capabilities), func(c Capability) bool {
 			since := CapabilitySince(c)
 			return since != "" && versionNumber(asked) < versionNumber(since)
 		})
+		res.Profiles = slices.DeleteFunc(slices.Clone(res.Profiles), func(p Profile) bool { return !res.Knows(p) })
 	}
 	if asked == ProtocolVersion1 {
 		res.Eras = nil

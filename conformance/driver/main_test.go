@@ -96,6 +96,8 @@ var fakeHellos = map[string]HelloResult{
 		Capabilities: []Capability{}, Profiles: []Profile{}, Eras: []Era{EraLegacy}},
 	"v2-with-pending-timers": {Protocol: ProtocolVersion2, Implementation: Implementation{Name: "fake", Version: "0"},
 		Capabilities: []Capability{CapPendingTimers}, Profiles: []Profile{}, Eras: []Era{EraLegacy}},
+	"v3-with-conventions": {Protocol: ProtocolVersion3, Implementation: Implementation{Name: "fake", Version: "0"},
+		Capabilities: []Capability{}, Profiles: []Profile{ProfileConventions}, Eras: []Era{EraLegacy}},
 	"v2": {Protocol: ProtocolVersion2, Implementation: Implementation{Name: "fake", Version: "0"},
 		Capabilities: []Capability{CapStatus, CapJournalPID}, Profiles: []Profile{ProfileCore}, Eras: []Era{EraLegacy}},
 	"v1": {Protocol: ProtocolVersion1, Implementation: Implementation{Name: "fake", Version: "0"},

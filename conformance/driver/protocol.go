@@ -16,15 +16,24 @@ import (
 // driver answers hello with the version it implements; the client accepts
 // this version and every earlier one (AcceptedProtocolVersions), each with
 // its own rules, and rejects any other.
-const ProtocolVersion = "mcplife-driver/3"
+const ProtocolVersion = "mcplife-driver/4"
 
-// ProtocolVersion2 is the previous version of the protocol. Version 3 added
+// ProtocolVersion3 is the previous version of the protocol. Version 4 added
+// the profile conventions: the requirements that check mcplife's own host
+// conventions (exposed tool names, the "MCP error:" prefix, the approval
+// default, boundary markers, truncation, injection signals) left the core,
+// registration and security profiles for it, so a driver claims them
+// separately. A driver of an earlier version is judged on them under the
+// profile they belonged to before (conformance.Requirement.Formerly).
+const ProtocolVersion3 = "mcplife-driver/3"
+
+// ProtocolVersion2 is an earlier version of the protocol. Version 3 added
 // the capability pending-timers and its method timers.pending: a driver on
 // the real clock may list its implementation's pending timers, so the
 // harness decides a failing wait from evidence in real time too.
 const ProtocolVersion2 = "mcplife-driver/2"
 
-// ProtocolVersion1 is the previous version of the protocol. Version 2 added
+// ProtocolVersion1 is the first version of the protocol. Version 2 added
 // the eras field of hello; a driver of version 1 announces no eras and is
 // taken to speak the legacy era only (HelloResult.SpokenEras). The client
 // still accepts it, and the reference driver answers it to a harness that
@@ -34,7 +43,7 @@ const ProtocolVersion1 = "mcplife-driver/1"
 // AcceptedProtocolVersions returns the versions the client accepts in a
 // driver's hello, newest first.
 func AcceptedProtocolVersions() []string {
-	return []string{ProtocolVersion, ProtocolVersion2, ProtocolVersion1}
+	return []string{ProtocolVersion, ProtocolVersion3, ProtocolVersion2, ProtocolVersion1}
 }
 
 // Era names a generation of the MCP protocol. The vocabulary is closed
@@ -156,9 +165,26 @@ const (
 // must not announce it.
 func CapabilitySince(c Capability) string {
 	if c == CapPendingTimers {
+		return ProtocolVersion3
+	}
+	return ""
+}
+
+// ProfileSince returns the protocol version that added profile p, or ""
+// for a profile of the first version: a driver of an earlier version must
+// not claim it.
+func ProfileSince(p Profile) string {
+	if p == ProfileConventions {
 		return ProtocolVersion
 	}
 	return ""
+}
+
+// Knows reports whether profile p is in the vocabulary of the protocol
+// version the driver answered hello with.
+func (h *HelloResult) Knows(p Profile) bool {
+	since := ProfileSince(p)
+	return since == "" || versionNumber(h.Protocol) >= versionNumber(since)
 }
 
 // versionNumber returns N of "mcplife-driver/N", or 0.
@@ -215,6 +241,9 @@ const (
 	ProfileRegistration     Profile = "registration"
 	ProfileSecurity         Profile = "security"
 	ProfileRemote           Profile = "remote"
+	// ProfileConventions (mcplife-driver/4) is mcplife's host conventions:
+	// what the reference host hands the agent beyond MCP itself.
+	ProfileConventions Profile = "conventions"
 )
 
 // ProfileInfo documents one profile.
@@ -241,6 +270,8 @@ func Profiles() []ProfileInfo {
 			"the trust gate, config discovery and shadowing, secrets kept out of project-level servers"},
 		{ProfileRemote, []Capability{CapVirtualClock, CapRestartPolicies, CapStatus, CapRemoteRecovery},
 			"remote servers in the field: session expiry (404), stream resumption (Last-Event-ID), credential refresh and needs-auth, Retry-After, refused connections"},
+		{ProfileConventions, []Capability{},
+			"(mcplife-driver/4) mcplife's host conventions, which a robust client may do otherwise: mcp_<server>_<tool> names capped at 64 characters, sorted, with collisions resolved; the \"MCP error:\" prefix; requiresApproval by default; an empty \"properties\" added to object schemas; boundary markers, truncation at maxResultChars and injection signals in results"},
 	}
 }
 
@@ -739,6 +770,9 @@ func (h *HelloResult) validate() error {
 		info, ok := profiles[p]
 		if !ok {
 			return fmt.Errorf("driver: hello: unknown profile %q (protocol %s)", p, h.Protocol)
+		}
+		if !h.Knows(p) {
+			return fmt.Errorf("driver: hello: profile %q is of %s, not of %s", p, ProfileSince(p), h.Protocol)
 		}
 		for _, c := range info.Requires {
 			if !h.Has(c) {
