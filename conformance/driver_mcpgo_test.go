@@ -69,6 +69,9 @@ func TestDriverMCPGoHello(t *testing.T) {
 		_ = c.Close(ctx)
 		t.Fatalf("hello: %v\nstderr: %s", err, stderr.String())
 	}
+	if want := []driver.Profile{driver.ProfileCore, driver.ProfileConventions}; h.Protocol != driver.ProtocolVersion || !slices.Equal(h.Profiles, want) {
+		t.Errorf("hello is %s claiming %v, want %s claiming %v (the conventions it meets are its glue.txt)", h.Protocol, h.Profiles, driver.ProtocolVersion, want)
+	}
 	if !slices.Equal(h.SpokenEras(), Both) {
 		t.Errorf("hello speaks the eras %v, want both (mcp-go's Client.Initialize tries server/discover, then initialize)", h.SpokenEras())
 	}

@@ -1,4 +1,4 @@
-// Command mcp-go is an mcplife-driver/3 driver (docs/DRIVER.md) for the Go
+// Command mcp-go is an mcplife-driver/4 driver (docs/DRIVER.md) for the Go
 // MCP client library github.com/mark3labs/mcp-go. It is the small host a Go
 // host author writes around that library: one client.Client per configured
 // server (stdio, streamable HTTP or SSE transport), tools exposed as
@@ -58,15 +58,16 @@ func libraryVersion() string {
 	return "unknown"
 }
 
-// handlers are what the driver announces — the core profile on the real
-// clock, and both protocol eras (mcp-go's Client.Initialize sends
+// handlers are what the driver announces — the core and conventions
+// profiles on the real clock (the conventions it meets are its own code,
+// listed in glue.txt), and both protocol eras (mcp-go's Client.Initialize sends
 // server/discover first and falls back to initialize, client/protocol.go
 // negotiateModern) — and the host's method handlers.
 func (h *host) handlers() driver.Handlers {
 	return driver.Handlers{
 		Implementation: driver.Implementation{Name: libraryPath, Version: libraryVersion()},
 		Capabilities:   []driver.Capability{driver.CapStatus, driver.CapJournalPID},
-		Profiles:       []driver.Profile{driver.ProfileCore},
+		Profiles:       []driver.Profile{driver.ProfileCore, driver.ProfileConventions},
 		Eras:           []driver.Era{driver.EraLegacy, driver.EraModern},
 		Start:          h.start,
 		SessionOpen:    h.sessionOpen,
