@@ -376,6 +376,9 @@ func PrerequisitesMarkdown() string {
 			also = strings.Join(parts, "; ")
 		}
 		requires := strings.Join(req, ", ")
+		if requires == "" {
+			requires = "none"
+		}
 		if p.Name == ProfileField {
 			requires = "never claimed: every driver is judged on it"
 		}
@@ -416,7 +419,14 @@ func CatalogueMarkdown() string {
 		if p.Name == ProfileField {
 			fmt.Fprintf(&b, "Never claimed: every driver is judged on it, with no capability beyond tools.list, tool.call and shutdown, whatever clock the run uses. Covers what a user sees when servers crash, hang, exit or misbehave, from outside and on the real clock (call outcomes and latency, journals, processes); each verdict records what was measured.\n\n")
 		} else {
-			fmt.Fprintf(&b, "Requires %s.%s Covers %s.\n\n", strings.Join(caps, ", "), alsoNeeded(p.Name), p.Covers)
+			requires := "Requires " + strings.Join(caps, ", ") + "."
+			if len(caps) == 0 {
+				requires = "Requires no capability."
+			}
+			if since := driver.ProfileSince(p.Name); since != "" {
+				requires = fmt.Sprintf("%s A driver of a version before %s is judged on each of its requirements under the profile it belonged to before (after its id), as before the move.", requires, since)
+			}
+			fmt.Fprintf(&b, "%s%s Covers %s.\n\n", requires, alsoNeeded(p.Name), p.Covers)
 		}
 		b.WriteString("| ID | Level | Eras | Requirement | Area | Source |\n|---|---|---|---|---|---|\n")
 		for _, r := range list {
@@ -438,7 +448,11 @@ func CatalogueMarkdown() string {
 			if r.ModernPending != "" {
 				era += " ([modern pending](#modern-era-pending))"
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s: %s |\n", r.ID, r.Level, era, cell(stmt), r.Area, r.Source.Doc, cell(r.Source.Quote))
+			id := "`" + r.ID + "`"
+			if r.Formerly != "" {
+				id += " (formerly `" + string(r.Formerly) + "`)"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s: %s |\n", id, r.Level, era, cell(stmt), r.Area, r.Source.Doc, cell(r.Source.Quote))
 		}
 	}
 	var pending []Requirement

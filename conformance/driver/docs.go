@@ -39,7 +39,11 @@ func VocabularySection() string {
 		for i, c := range p.Requires {
 			caps[i] = "`" + string(c) + "`"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.Name, strings.Join(caps, ", "), cell(p.Covers))
+		requires := strings.Join(caps, ", ")
+		if requires == "" {
+			requires = "none"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.Name, requires, cell(p.Covers))
 	}
 	b.WriteString("\n### Eras\n\n| Era | MCP protocol versions | Meaning |\n|---|---|---|\n")
 	for _, e := range Eras() {

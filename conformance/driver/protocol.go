@@ -265,13 +265,13 @@ func Profiles() []ProfileInfo {
 		{ProfileBoundedReconnect, []Capability{CapVirtualClock, CapRestartPolicies, CapGraceWindow},
 			"bounded restart policies, the crash-loop breaker, the unregister grace window"},
 		{ProfileRegistration, []Capability{CapListChanged, CapGraceWindow, CapReload, CapDisconnect},
-			"tool (un)registration on list_changed, disconnect and reload; collisions"},
+			"tool (un)registration on list_changed, disconnect and reload"},
 		{ProfileSecurity, []Capability{CapTrustGate, CapConfigDiscovery},
 			"the trust gate, config discovery and shadowing, secrets kept out of project-level servers"},
 		{ProfileRemote, []Capability{CapVirtualClock, CapRestartPolicies, CapStatus, CapRemoteRecovery},
 			"remote servers in the field: session expiry (404), stream resumption (Last-Event-ID), credential refresh and needs-auth, Retry-After, refused connections"},
 		{ProfileConventions, []Capability{},
-			"(mcplife-driver/4) mcplife's host conventions, which a robust client may do otherwise: mcp_<server>_<tool> names capped at 64 characters, sorted, with collisions resolved; the \"MCP error:\" prefix; requiresApproval by default; an empty \"properties\" added to object schemas; boundary markers, truncation at maxResultChars and injection signals in results"},
+			"(mcplife-driver/4) mcplife's host conventions, which a robust client may do otherwise: exposed names (mcp_, sanitized, capped at 64 characters, sorted, collisions resolved), the \"MCP error:\" prefix, requiresApproval by default, an empty \"properties\" added to object schemas, boundary markers, truncation at maxResultChars and injection signals"},
 	}
 }
 
