@@ -203,7 +203,7 @@ func TestVerdicts(t *testing.T) {
 	}}
 	s := &state{cfg: Config{Target: Target{Name: "t"}, Baseline: &Baseline{File: "b.txt", Reasons: map[string]string{
 		"CORE-NAMING-001": "known", "CORE-NAMING-002": "was broken", "CORE-RESULT-003@modern": "modern only",
-	}}}, mode: ClockVirtual, hello: &driver.HelloResult{Protocol: driver.ProtocolVersion, Implementation: driver.Implementation{Name: "x"}, Eras: Both}}
+	}}}, mode: ClockVirtual, hello: &driver.HelloResult{Protocol: driver.ProtocolVersion3, Implementation: driver.Implementation{Name: "x"}, Eras: Both}}
 	res := summarize(s, rep)
 	want := map[string]Verdict{
 		"CORE-CONNECT-001@legacy": Passed, "CORE-CONFIG-001@modern": Passed, "CORE-CONNECT-002@legacy": Failed,

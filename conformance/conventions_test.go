@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/onsi/ginkgo/v2/types"
 )
 
 // TestConventionsMoved checks the requirements that moved to the
@@ -59,3 +60,19 @@ func TestConventionsMoved(t *testing.T) {
 		t.Error("no requirement moved to the conventions profile")
 	}
 }
+
+// TestConventionsSummary checks that a run's summary counts a moved
+// requirement under the profile the driver was judged on it under: its
+// former one for a driver of mcplife-driver/3, conventions for one of
+// version 4.
+func TestConventionsSummary(t *testing.T) {
+	for v, want := range map[string]driver.Profile{driver.ProtocolVersion3: driver.ProfileCore, driver.ProtocolVersion: driver.ProfileConventions} {
+		s := &state{cfg: Config{Target: Target{Name: "t"}}, mode: ClockReal, hello: &driver.HelloResult{Protocol: v, Eras: Both}}
+		res := summarize(s, types.Report{})
+		o, ok := res.Outcome("CORE-NAMING-001", driver.EraLegacy)
+		if !ok || o.Profile != want {
+			t.Errorf("%s: CORE-NAMING-001 counted under %q, want %q", v, o.Profile, want)
+		}
+	}
+}
+

@@ -208,8 +208,12 @@ const (
 // Outcome is the verdict on one requirement in one era.
 type Outcome struct {
 	Requirement Requirement
-	Era         driver.Era
-	Verdict     Verdict
+	// Profile is the profile the requirement was judged under: its own,
+	// or the one it formerly belonged to for a driver whose protocol
+	// version predates its profile (Requirement.ClaimedAs).
+	Profile driver.Profile
+	Era     driver.Era
+	Verdict Verdict
 	// Message is the failure, the reason it does not apply, or the
 	// baseline's reason.
 	Message  string
@@ -290,7 +294,10 @@ func summarize(s *state, rep types.Report) *Result {
 	}
 	for _, r := range Requirements() {
 		for _, era := range r.Eras {
-			o := Outcome{Requirement: r, Era: era, Verdict: NotSelected}
+			o := Outcome{Requirement: r, Profile: r.Profile, Era: era, Verdict: NotSelected}
+			if s.hello != nil {
+				o.Profile = r.ClaimedAs(s.hello)
+			}
 			sr, ran := bySpec[o.Key()]
 			if ran {
 				o.Duration = sr.RunTime
@@ -382,7 +389,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 			eraCounts[e.Name] = map[Verdict]int{}
 		}
 		for _, o := range r.Outcomes {
-			if o.Requirement.Profile != p.Name {
+			if o.Profile != p.Name {
 				continue
 			}
 			counts[o.Verdict]++
