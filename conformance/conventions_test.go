@@ -75,4 +75,3 @@ func TestConventionsSummary(t *testing.T) {
 		}
 	}
 }
-

@@ -74,7 +74,7 @@ func tallyVerdicts(report VerdictReport) map[driver.Era]map[driver.Profile]*verd
 		if !ok {
 			continue // TestMatrix names verdicts of unknown requirements
 		}
-		add(v.Era, r.Profile, v)
+		add(v.Era, report.JudgedUnder(r), v)
 		add(v.Era, "", v)
 	}
 	return out
@@ -147,7 +147,7 @@ func TestTutorialRunCounts(t *testing.T) {
 // Result.WriteSummary, with the reason each requirement did not apply;
 // failing lists the core requirements it does not pass.
 func renderTutorialRun(report VerdictReport) (body string, failing []string) {
-	res := Result{Implementation: report.Implementation, Eras: report.Eras, Clock: report.Clock}
+	res := Result{Implementation: report.Implementation, Protocol: report.Protocol, Eras: report.Eras, Clock: report.Clock}
 	type naGroup struct {
 		era driver.Era
 		why string
@@ -156,10 +156,10 @@ func renderTutorialRun(report VerdictReport) (body string, failing []string) {
 	var groups []*naGroup
 	for _, v := range report.Verdicts {
 		r, ok := Lookup(v.ID)
-		if !ok || r.Profile != driver.ProfileCore {
+		if !ok || report.JudgedUnder(r) != driver.ProfileCore {
 			continue
 		}
-		o := Outcome{Requirement: r, Era: v.Era, Verdict: v.Verdict, Message: v.Reason}
+		o := Outcome{Requirement: r, Profile: driver.ProfileCore, Era: v.Era, Verdict: v.Verdict, Message: v.Reason}
 		switch v.Verdict {
 		case Passed:
 		case NotApplicable:

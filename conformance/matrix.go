@@ -91,8 +91,12 @@ and **modern**, the stateless revision 2026-07-28; one that exists in one
 era only (the handshake, ` + "`ping`" + `, protocol sessions) has that era's row. Cells:
 **pass**; **fail** with a numbered reason (the library behaviour, from the
 driver's baseline); **—** not claimed (outside the profiles, capabilities or
-eras the driver announces, so the suite did not judge it). A fail without a
-baseline reason, or a stale baseline entry, would fail CI.
+eras the driver announces, so the suite did not judge it); **pass (driver)**
+a pass the driver's own code decides, not the library (its ` + "`glue.txt`" + `).
+A fail without a baseline reason, or a stale baseline entry, would fail CI.
+**Protocol** is the ` + "`mcplife-driver`" + ` version the column's driver speaks: one
+of version 3 or earlier cannot claim ` + "`conventions`" + ` and is judged on those
+requirements under the profiles they belonged to before.
 
 ` + "`.ci/drivers`" + ` re-runs every driver and checks that its run still produces the
 committed ` + "`report.json`" + `; ` + "`go test ./conformance -run TestMatrix`" + ` checks that this
@@ -100,7 +104,7 @@ file is rendered from those reports (regenerate it with
 ` + "`go run ./cmd/harness matrix`" + `).
 
 `)
-	b.WriteString("| Column | Implementation | Clock | Eras spoken | Era | Pass | Fail | Not claimed |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| Column | Implementation | Protocol | Clock | Eras spoken | Era | Pass | Fail | Not claimed |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range cols {
 		spoken := make([]string, len(c.Report.Eras))
 		for i, e := range c.Report.Eras {
@@ -121,8 +125,12 @@ file is rendered from those reports (regenerate it with
 					nc++
 				}
 			}
-			fmt.Fprintf(&b, "| `%s` | %s %s | %s | %s | %s | %d | %d | %d |\n", c.Name, c.Report.Implementation.Name,
-				c.Report.Implementation.Version, c.Report.Clock, strings.Join(spoken, ", "), e.Name, pass, fail, nc)
+			protocol := strings.TrimPrefix(c.Report.Protocol, "mcplife-driver/")
+			if protocol == "" {
+				protocol = "—"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s %s | %s | %s | %s | %s | %d | %d | %d |\n", c.Name, c.Report.Implementation.Name,
+				c.Report.Implementation.Version, protocol, c.Report.Clock, strings.Join(spoken, ", "), e.Name, pass, fail, nc)
 		}
 	}
 	type note struct {

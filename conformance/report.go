@@ -231,6 +231,9 @@ type Outcome struct {
 // Result is the verdict of a run.
 type Result struct {
 	Implementation driver.Implementation
+	// Protocol is the driver protocol version the driver answered hello
+	// with.
+	Protocol string
 	// Eras are the MCP protocol eras the driver speaks.
 	Eras     []driver.Era
 	Target   string
@@ -276,6 +279,7 @@ func summarize(s *state, rep types.Report) *Result {
 	res := &Result{Target: s.cfg.Target.Name, Clock: s.modeString()}
 	if s.hello != nil {
 		res.Implementation = s.hello.Implementation
+		res.Protocol = s.hello.Protocol
 		res.Eras = s.hello.SpokenEras()
 	}
 	if s.setupErr != nil {

@@ -19,6 +19,11 @@ import (
 // bytes; docs/MATRIX.md is rendered from these reports.
 type VerdictReport struct {
 	Implementation driver.Implementation `json:"implementation"`
+	// Protocol is the driver protocol version of the run's driver
+	// ("mcplife-driver/4"); a report stored before it was recorded has
+	// none. It decides the profile each requirement was judged under
+	// (JudgedUnder).
+	Protocol string `json:"protocol,omitempty"`
 	// Clock is the clock mode of the run: "virtual" or "real".
 	Clock string `json:"clock"`
 	// Eras are the MCP protocol eras the driver speaks (legacy only for a
@@ -50,7 +55,7 @@ type RequirementVerdict struct {
 
 // Verdicts returns the run's compact report.
 func (r *Result) Verdicts() VerdictReport {
-	rep := VerdictReport{Implementation: r.Implementation, Eras: r.Eras}
+	rep := VerdictReport{Implementation: r.Implementation, Protocol: r.Protocol, Eras: r.Eras}
 	if f := strings.Fields(r.Clock); len(f) > 0 {
 		rep.Clock = f[0]
 	}
@@ -118,6 +123,9 @@ func SameVerdicts(want, got VerdictReport) []string {
 		diffs = append(diffs, fmt.Sprintf("implementation: stored %s %s, run %s %s",
 			want.Implementation.Name, want.Implementation.Version, got.Implementation.Name, got.Implementation.Version))
 	}
+	if want.Protocol != got.Protocol {
+		diffs = append(diffs, fmt.Sprintf("protocol: stored %q, run %q", want.Protocol, got.Protocol))
+	}
 	if want.Clock != got.Clock {
 		diffs = append(diffs, fmt.Sprintf("clock: stored %s, run %s", want.Clock, got.Clock))
 	}
@@ -139,6 +147,13 @@ func SameVerdicts(want, got VerdictReport) []string {
 		}
 	}
 	return diffs
+}
+
+// JudgedUnder returns the profile the report's driver was judged on
+// requirement r under: r's own, or the one r formerly belonged to when the
+// driver's protocol version (or a report without one) predates r's profile.
+func (v VerdictReport) JudgedUnder(r Requirement) driver.Profile {
+	return r.ClaimedAs(&driver.HelloResult{Protocol: v.Protocol})
 }
 
 // byKey indexes the verdicts by requirement and era (Key).
