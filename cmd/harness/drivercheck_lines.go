@@ -164,6 +164,9 @@ func helloProblems(result []byte) []checkProblem {
 			out = append(out, checkProblem{Pointer: fmt.Sprintf("/result/profiles/%d", i), Message: fmt.Sprintf("unknown profile %q%s (known: %s)", p, suggest(string(p), profiles), strings.Join(profiles, ", "))})
 			continue
 		}
+		if !h.Knows(p) {
+			out = append(out, checkProblem{Pointer: fmt.Sprintf("/result/profiles/%d", i), Message: fmt.Sprintf("profile %q is of %s, not of %s: a driver of an earlier version cannot claim it", p, driver.ProfileSince(p), h.Protocol)})
+		}
 		for _, c := range driver.Profiles()[j].Requires {
 			if !h.Has(c) {
 				out = append(out, checkProblem{Pointer: fmt.Sprintf("/result/profiles/%d", i), Message: fmt.Sprintf("profile %q requires capability %q, which the driver does not announce", p, c)})

@@ -244,3 +244,17 @@ func TestDriverCheckLeftoverProcess(t *testing.T) {
 		t.Errorf("no leftover-process problem in %+v", rep.Problems)
 	}
 }
+
+// TestDriverCheckProfileSince checks that driver-check names a profile a
+// later protocol version added: conventions claimed by a version-3 hello.
+func TestDriverCheckProfileSince(t *testing.T) {
+	hello := `{"protocol":"mcplife-driver/3","implementation":{"name":"x","version":"0"},"capabilities":[],"profiles":["conventions"],"eras":["legacy"]}`
+	got := helloProblems([]byte(hello))
+	if len(got) != 1 || got[0].Pointer != "/result/profiles/0" || !strings.Contains(got[0].Message, `profile "conventions" is of mcplife-driver/4, not of mcplife-driver/3`) {
+		t.Errorf("problems %+v, want the conventions profile named as of mcplife-driver/4", got)
+	}
+	hello = strings.Replace(hello, "mcplife-driver/3", "mcplife-driver/4", 1)
+	if got := helloProblems([]byte(hello)); len(got) != 0 {
+		t.Errorf("a version-4 hello claiming conventions: problems %+v, want none", got)
+	}
+}
