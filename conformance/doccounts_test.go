@@ -108,7 +108,7 @@ func renderVerdictCounts(report VerdictReport) string {
 			}
 			failing := strconv.Itoa(t.failed)
 			if t.failed > 0 {
-				failing += ": `" + strings.Join(t.failing, "`, `") + "`"
+				failing += ": `" + strings.Join(slices.Sorted(slices.Values(t.failing)), "`, `") + "`"
 			}
 			fmt.Fprintf(&b, "| %s | `%s` | %d | %s | %d |\n", e.Name, p.Name, t.passed, failing, t.notApplicable)
 		}
