@@ -228,6 +228,15 @@ type Outcome struct {
 	Duration time.Duration
 }
 
+// judgedUnder returns o.Profile, or the requirement's own profile for an
+// outcome built without one.
+func (o Outcome) judgedUnder() driver.Profile {
+	if o.Profile == "" {
+		return o.Requirement.Profile
+	}
+	return o.Profile
+}
+
 // Result is the verdict of a run.
 type Result struct {
 	Implementation driver.Implementation
@@ -393,7 +402,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 			eraCounts[e.Name] = map[Verdict]int{}
 		}
 		for _, o := range r.Outcomes {
-			if o.Profile != p.Name {
+			if o.judgedUnder() != p.Name {
 				continue
 			}
 			counts[o.Verdict]++
