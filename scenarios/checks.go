@@ -77,6 +77,7 @@ func (s *state) parseMatcher(cmd string, args []string) eventMatcher {
 		s.fatalf("%s: unknown event kind %q (docs/TESTING.md lists the vocabulary)", cmd, args[0])
 	}
 	m.exps = s.parseExpectations(cmd, args[1:])
+	s.scaleExpectations(m.exps)
 	return m
 }
 

@@ -115,6 +115,14 @@ func (s *state) expect(cmd, what string, got map[string]string, exps []expectati
 				s.fatalf("%s: unknown key %q in expectation %s (keys: %s)", cmd, e.key, e, strings.Join(known, ", "))
 			}
 		}
+		if e.key == "elapsed_ms" && e.op == "=" && s.timeScale() != 1 {
+			// open's elapsed_ms on the real clock: the scaled duration
+			// within the conformance suite's real-time band.
+			if ok, band := s.elapsedWithin(v, e.want); !ok {
+				bad = append(bad, fmt.Sprintf("%s: got %q (real clock: want %s)", e, v, band))
+			}
+			continue
+		}
 		if !e.holds(v) {
 			bad = append(bad, fmt.Sprintf("%s: got %q", e, v))
 		}
@@ -123,6 +131,30 @@ func (s *state) expect(cmd, what string, got map[string]string, exps []expectati
 		s.fatalWithTails("%s %s: expectation failed:\n  %s\n%s", cmd, what, s.sanitize(strings.Join(bad, "\n  ")), s.sanitize(renderMap(got)))
 	}
 	s.check()
+}
+
+// The real-time band of a duration checked on the real clock, the
+// conformance suite's (conformance/clock.go, VerifyElapsed): 50 ms early,
+// 1.5 s plus half the duration late.
+const (
+	earlyTolerance = 50 * time.Millisecond
+	lateTolerance  = 1500 * time.Millisecond
+	lateFactor     = 0.5
+)
+
+// elapsedWithin reports whether got (milliseconds) lies in the real-time
+// band of want (milliseconds the scenario configures, scaled), and the
+// band.
+func (s *state) elapsedWithin(got, want string) (bool, string) {
+	g, gerr := strconv.ParseInt(got, 10, 64)
+	w, werr := strconv.ParseInt(want, 10, 64)
+	if werr != nil {
+		s.fatalf("elapsed_ms=%s: want a number of milliseconds", want)
+	}
+	d := time.Duration(s.scaleMs(w)) * time.Millisecond
+	lo, hi := d-earlyTolerance, d+lateTolerance+time.Duration(float64(d)*lateFactor)
+	gd := time.Duration(g) * time.Millisecond
+	return gerr == nil && gd >= lo && gd <= hi, fmt.Sprintf("%v scaled by %v, within [%v, %v]", time.Duration(w)*time.Millisecond, s.timeScale(), lo, hi)
 }
 
 // isDynamicKey tells keys that may be absent: error.SERVER and the like.
@@ -294,6 +326,7 @@ func cmdStart(s *state, _ bool, args []string) {
 	}
 	s.clock = clockMode
 	p.Clock = clockMode
+	s.scaleStart(&p)
 	if err := c.Start(ctx, p); err != nil {
 		s.requestFailed("start", err)
 	}
@@ -305,6 +338,57 @@ func (s *state) stderrBuffer() io.Writer {
 	}
 	s.stderr = &lockedBuffer{}
 	return s.stderr
+}
+
+// scaleStart scales, on the real clock, the durations the scenario
+// configures in the start params: the options ending in Ms and the
+// duration fields of inline server objects (timeout, toolTimeout,
+// restartDelays). A config file given with -config is passed as written.
+func (s *state) scaleStart(p *driver.StartParams) {
+	if s.timeScale() == 1 {
+		return
+	}
+	if o := p.Options; o != nil {
+		for _, f := range []**int64{&o.StartupGateMs, &o.ToolTimeoutMs, &o.ProbeTimeoutMs, &o.UnregisterGraceMs,
+			&o.StabilityWindowMs, &o.AcquireTimeoutMs, &o.IdleTimeoutMs, &o.RestartWaitMs} {
+			if *f != nil {
+				v := s.scaleConfigured(**f)
+				*f = &v
+			}
+		}
+	}
+	for name, raw := range p.Inline {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			continue // not an object: the implementation judges it as written
+		}
+		scale := func(v json.RawMessage) json.RawMessage {
+			var ms int64
+			if json.Unmarshal(v, &ms) != nil {
+				return v
+			}
+			return json.RawMessage(strconv.FormatInt(s.scaleConfigured(ms), 10))
+		}
+		changed := false
+		for _, k := range []string{"timeout", "toolTimeout"} {
+			if v, ok := obj[k]; ok {
+				obj[k], changed = scale(v), true
+			}
+		}
+		if v, ok := obj["restartDelays"]; ok {
+			var delays []json.RawMessage
+			if json.Unmarshal(v, &delays) == nil {
+				for i := range delays {
+					delays[i] = scale(delays[i])
+				}
+				obj["restartDelays"], _ = json.Marshal(delays)
+				changed = true
+			}
+		}
+		if changed {
+			p.Inline[name], _ = json.Marshal(obj)
+		}
+	}
 }
 
 type multiFlag []string
@@ -640,6 +724,7 @@ func cmdCall(s *state, _ bool, args []string) {
 		p.Arguments = json.RawMessage(args[3])
 	}
 	if timeoutMs >= 0 {
+		timeoutMs = s.scaleConfigured(timeoutMs)
 		p.TimeoutMs = &timeoutMs
 	}
 	c := s.requireClient("call")
@@ -954,6 +1039,20 @@ func cmdAdvance(s *state, _ bool, args []string) {
 	}
 	d := parseMillis(s, "advance", args[0])
 	c := s.requireClient("advance")
+	if s.clock == driver.ClockReal {
+		// The implementation's timers run in real time: let the scaled
+		// duration pass.
+		wait := time.Duration(s.scaleMs(d.Milliseconds())) * time.Millisecond
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			s.fatalf("advance: interrupted")
+		}
+		fmt.Fprintf(s.ts.Stdout(), "waited %v (real clock, time scale %v)\n", wait, s.timeScale())
+		return
+	}
 	ctx, cancel := s.timeoutCtx(0)
 	defer cancel()
 	now, err := c.Advance(ctx, d)

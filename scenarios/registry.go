@@ -24,6 +24,10 @@ type Command struct {
 	// Needs lists the capabilities the driver must announce for the
 	// command to work; scenarios using it guard with [!cap:NAME] skip.
 	Needs []driver.Capability
+	// Snapshot tells a check of the state at this instant, which waits
+	// for nothing: right after `advance` it checks an exact instant, which
+	// only the virtual clock has (UsesVirtualTime).
+	Snapshot bool
 
 	negatable bool
 	run       func(s *state, neg bool, args []string)
@@ -46,36 +50,47 @@ func Commands() []Command {
 	return out
 }
 
-// UsesVirtualTime returns the first command of a scenario script (the
-// archive comment of a txtar file, or the whole text) whose Needs include
-// virtual-clock, and whether there is one (advance when the script uses it,
-// the usual reason): such a scenario runs only on the virtual clock; any
-// other runs on whichever clock the driver has (start picks the virtual one
-// when the driver announces it). Lines conditioned [cap:virtual-clock] do
-// not count.
+// UsesVirtualTime returns why a scenario script (the archive comment of a
+// txtar file, or the whole text) needs the virtual clock, and whether it
+// does: the first command whose Needs include virtual-clock (now, pending,
+// await-timer, cmp-trace: they check exact virtual offsets and timers), or
+// "advance then CHECK" for a snapshot check (a command marked Snapshot:
+// count, count-journal, running, tools, status, cancel) that follows an
+// advance before any check that waits (await, result, ...): on the real
+// clock advance waits its duration, scaled, in real time, so what a
+// snapshot right after it sees depends on how the machine kept up with
+// timers due about then; on the virtual clock it is an exact instant. The
+// advance-then-snapshot reason is preferred, as the usual one. Any other
+// scenario runs on whichever clock the driver has (start picks the virtual
+// one when the driver announces it). Lines conditioned [cap:virtual-clock]
+// do not count.
 func UsesVirtualTime(script []byte) (string, bool) {
-	virtual := map[string]bool{}
+	byName := map[string]Command{}
 	for _, c := range registry() {
-		if slices.Contains(c.Needs, driver.CapVirtualClock) {
-			virtual[c.Name] = true
-		}
+		byName[c.Name] = c
 	}
-	first := ""
+	first, afterAdvance := "", false
 	for _, line := range strings.Split(string(script), "\n") {
 		if strings.HasPrefix(line, "-- ") && strings.HasSuffix(strings.TrimSpace(line), " --") {
 			break
 		}
-		cmd := ScriptCommand(line)
-		if !virtual[cmd] || strings.Contains(line, "[cap:"+string(driver.CapVirtualClock)+"]") {
+		c, ok := byName[ScriptCommand(line)]
+		if !ok || strings.Contains(line, "[cap:"+string(driver.CapVirtualClock)+"]") {
 			// A line run only on the virtual clock does not tie the
 			// scenario to it.
 			continue
 		}
-		if cmd == "advance" {
-			return cmd, true
-		}
-		if first == "" {
-			first = cmd
+		switch {
+		case slices.Contains(c.Needs, driver.CapVirtualClock):
+			if first == "" {
+				first = c.Name
+			}
+		case c.Name == "advance":
+			afterAdvance = true
+		case c.Snapshot && afterAdvance:
+			return "advance then " + c.Name, true
+		case c.Check:
+			afterAdvance = false
 		}
 	}
 	return first, first != ""
@@ -86,6 +101,17 @@ func virtualTimeList() string {
 	var names []string
 	for _, c := range registry() {
 		if slices.Contains(c.Needs, driver.CapVirtualClock) {
+			names = append(names, "`"+c.Name+"`")
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// snapshotList renders the commands marked Snapshot.
+func snapshotList() string {
+	var names []string
+	for _, c := range registry() {
+		if c.Snapshot {
 			names = append(names, "`"+c.Name+"`")
 		}
 	}
@@ -114,7 +140,7 @@ func ScriptCommand(line string) string {
 // Conditions returns the scenario conditions.
 func Conditions() []Condition {
 	return []Condition{
-		{"cap", "[cap:NAME]", "The driver announces capability NAME (the vocabulary of docs/DRIVER.md; an unknown name is an error, not false). Scenarios start with `[!cap:NAME] skip 'needs NAME'` for every capability they rely on, so an implementation without it skips them with that reason. The virtual clock is such a capability only for a scenario that uses a command needing it (" + virtualTimeList() + "; a line conditioned `[cap:virtual-clock]` does not count): it starts `[!cap:virtual-clock] skip 'needs virtual-clock (uses COMMAND)'`; every other scenario runs on the real clock of a driver without it."},
+		{"cap", "[cap:NAME]", "The driver announces capability NAME (the vocabulary of docs/DRIVER.md; an unknown name is an error, not false). Scenarios start with `[!cap:NAME] skip 'needs NAME'` for every capability they rely on, so an implementation without it skips them with that reason. The virtual clock is such a capability only for a scenario that uses a command needing it (" + virtualTimeList() + ": they check exact virtual offsets and timers) or a snapshot check (" + snapshotList() + ") right after `advance`, before any check that waits (an exact instant); a line conditioned `[cap:virtual-clock]` does not count. Such a scenario starts `[!cap:virtual-clock] skip 'needs virtual-clock (uses COMMAND)'` (or `(uses advance then CHECK)`); every other scenario runs on the real clock of a driver without it, time-scaled (see `advance`)."},
 		{"profile", "[profile:NAME]", "The driver claims conformance profile NAME."},
 		{"impl", "[impl:NAME]", "The implementation behind the driver is called NAME in its hello (the reference runtime is `mcplife`)."},
 		{"strict", "[strict]", "Strict mode (MCPLIFE_STRICT=1, or `harness run -strict`). It guards the checks that the reference runtime is known to fail today, each under a comment naming the defect, so the catalog stays green while a defect is open and the check runs with one switch."},
@@ -141,7 +167,7 @@ func registry() []Command {
 			Name:        "start",
 			Group:       groupImpl,
 			Usage:       "start [-clock virtual|real] [-inline FILE] [-config FILE[:LEVEL[:PROVIDER]]]... [-workspace DIR] [-home DIR] [-cache DIR] [-credentials FILE] [-trusted] [-skip-project] [-env NAME[=VALUE]]... [OPTION=VALUE...]",
-			Description: "Starts the implementation under test through its driver (hello, then start). `-inline` names a JSON file of the archive mapping server names to server objects; `-config` adds an explicit config file (level `project` or `user`, default `user`; provider default `mcplife`). The config layer sees the script's initial environment ($WORK, PATH, HOME, ...) plus every `-env` variable (NAME alone takes the script's current value), so `${WORK}` works in config files. `-home` defaults to an empty `$WORK/.home`, so no real user config leaks in; there is no workspace unless `-workspace` names one. OPTION=VALUE pairs are start options of the driver protocol with JSON values, e.g. `toolTimeoutMs=1000 lateRegistration=true`. `-credentials` names a JSON file mapping credential ids to `{\"accessToken\": ...}`, the credential provider of servers with an oauth `auth` block (read again on every refresh, so a script can rotate a token by rewriting it). The clock is virtual when the driver announces `virtual-clock` and real otherwise; `-clock virtual` or `-clock real` forces one (virtual fails without the capability). A scenario that uses no virtual-time command (one that needs `virtual-clock`) runs on either clock.",
+			Description: "Starts the implementation under test through its driver (hello, then start). `-inline` names a JSON file of the archive mapping server names to server objects; `-config` adds an explicit config file (level `project` or `user`, default `user`; provider default `mcplife`). The config layer sees the script's initial environment ($WORK, PATH, HOME, ...) plus every `-env` variable (NAME alone takes the script's current value), so `${WORK}` works in config files. `-home` defaults to an empty `$WORK/.home`, so no real user config leaks in; there is no workspace unless `-workspace` names one. OPTION=VALUE pairs are start options of the driver protocol with JSON values, e.g. `toolTimeoutMs=1000 lateRegistration=true`. `-credentials` names a JSON file mapping credential ids to `{\"accessToken\": ...}`, the credential provider of servers with an oauth `auth` block (read again on every refresh, so a script can rotate a token by rewriting it). The clock is virtual when the driver announces `virtual-clock` and real otherwise; `-clock virtual` or `-clock real` forces one (virtual fails without the capability). A scenario that needs no exact virtual instant (see the `cap` condition) runs on either clock.",
 			run:         cmdStart,
 		},
 		{
@@ -165,6 +191,7 @@ func registry() []Command {
 			Usage:       "tools SESSION [count=N] [deferred=N] [has=NAME]... [lacks=NAME]... [names=LIST] [KEY~REGEXP]",
 			Description: "Lists a session's tools (tools.list), one per line: exposed name, server, raw tool name, and `deferred` when defined from the cache. Expectations: `count` and `deferred` (numbers of tools), `has`/`lacks` (an exposed name is / is not listed), `names` (the sorted, comma-separated list); they make it a check.",
 			Check:       true,
+			Snapshot:    true,
 			run:         cmdTools,
 		},
 		{
@@ -196,6 +223,7 @@ func registry() []Command {
 			Usage:       "cancel CALLID [running=true|false]",
 			Description: "Cancels a call as its caller would (tool.cancel) and prints whether it was still running; with `running=` it is a check.",
 			Check:       true,
+			Snapshot:    true,
 			run:         cmdCancel,
 		},
 		{
@@ -229,6 +257,7 @@ func registry() []Command {
 			Usage:       "status [SERVER [KEY=VALUE|KEY~REGEXP|KEY!=VALUE|KEY!~REGEXP...]]",
 			Description: "Prints the status of every server, or of one (status): `state`, `transport`, `tools`, `deferred`, `error`, `stderr`, `shared`, `refs`, `pid`, `connected`, `connectedAtMs`, `restartAttempts`, `policy`, `source.file`, `source.level`, `source.provider`, `warnings`, `sessionReinits`, `streamResumes`. A server the status does not list has `state=absent`. Expectations on one server make it a check.",
 			Check:       true,
+			Snapshot:    true,
 			Needs:       []driver.Capability{driver.CapStatus},
 			run:         cmdStatus,
 		},
@@ -271,6 +300,7 @@ func registry() []Command {
 			Usage:       "running open|close|disconnect|reload [ARG]",
 			Description: "Checks that a request sent with `&` has not been answered yet (e.g. a session start held at the startup gate).",
 			Check:       true,
+			Snapshot:    true,
 			run:         cmdRunning,
 		},
 		{
@@ -292,8 +322,7 @@ func registry() []Command {
 			Name:        "advance",
 			Group:       groupTime,
 			Usage:       "advance DURATION",
-			Description: "Advances the virtual clock (clock.advance) by a Go duration in whole milliseconds, e.g. `250ms`, `2s`, `1m`, and prints the new offset. Timers it passes fire; their follow-ups run asynchronously, so await the next announcing event before advancing again.",
-			Needs:       []driver.Capability{driver.CapVirtualClock},
+			Description: "Advances the virtual clock (clock.advance) by a Go duration in whole milliseconds, e.g. `250ms`, `2s`, `1m`, and prints the new offset. Timers it passes fire; their follow-ups run asynchronously, so await the next announcing event before advancing again. On the real clock (a driver without `virtual-clock`) it waits DURATION times the run's time scale (`harness run -time-scale`, default 0.25, as the conformance suite's real-time mode) in real time, and the durations the scenario configures are scaled alike: start options ending in `Ms`, the `timeout`, `toolTimeout` and `restartDelays` of `-inline` server objects, `call -timeout-ms`; an expectation on an event attribute ending in `_ms` that names a configured duration (`await restart.scheduled delay_ms=1000` for `\"restartDelays\": [1000]`) expects the scaled value, and open's `elapsed_ms` expectation is met within the conformance suite's real-time band of the scaled value (50 ms early, 1.5 s plus half of it late). Durations the scenario does not configure (the runtime's own defaults, fixture knobs) are not scaled. A snapshot check right after it (before a check that waits) needs the virtual clock: see UsesVirtualTime and the `cap` condition.",
 			run:         cmdAdvance,
 		},
 		{
@@ -345,6 +374,7 @@ func registry() []Command {
 			Usage:       "count [-after MARK] N|>=N|<=N KIND [server=NAME] [session=NAME] [ATTR=VALUE|ATTR~REGEXP...]",
 			Description: "Checks how many events received so far (after MARK) match. It does not wait: count after awaiting the event that settles what is counted.",
 			Check:       true,
+			Snapshot:    true,
 			run:         cmdCount,
 		},
 		{
@@ -353,6 +383,7 @@ func registry() []Command {
 			Usage:       "count-journal JOURNAL N|>=N|<=N KIND [FIELD=VALUE|FIELD~REGEXP...]",
 			Description: "Checks how many entries of the fixture journal JOURNAL match the pattern (kind and field expectations), e.g. `count-journal fx.journal 1 launch` for exactly one process launch, or `count-journal fx.journal 2 call-start args~recovered`.",
 			Check:       true,
+			Snapshot:    true,
 			run:         cmdCountJournal,
 		},
 		{

@@ -33,6 +33,9 @@ const StrictEnv = "MCPLIFE_STRICT"
 const (
 	DefaultAwaitTimeout    = 60 * time.Second
 	DefaultShutdownTimeout = 2 * time.Second
+	// DefaultTimeScale is the time scale of a real-clock run, the
+	// conformance suite's (conformance.DefaultTimeScale).
+	DefaultTimeScale = 0.25
 )
 
 // Options configures a run of scenarios.
@@ -68,6 +71,10 @@ type Options struct {
 	// MCP_FIXTURE_PROTOCOL_VERSIONS itself, and [era:NAME] is true for it.
 	// "" means EraLegacy.
 	Era string
+	// TimeScale multiplies, on the real clock, the durations a scenario
+	// configures and the time each advance waits (see the advance
+	// command); 0 means DefaultTimeScale. The virtual clock ignores it.
+	TimeScale float64
 	// KeepEvents hands every script's lifecycle events to OnScript
 	// (ScriptResult.Events) and RunCatalog's results, for timelines.
 	KeepEvents bool

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,6 +37,11 @@ type state struct {
 
 	ctx    context.Context // ends when the script ends
 	cancel context.CancelFunc
+
+	// configured maps each duration (ms) the scenario configured to what
+	// it became on the real clock (scaleConfigured), so that expectations
+	// naming it are scaled alike.
+	configured map[int64]int64
 
 	client  *driver.Client
 	hello   *driver.HelloResult
@@ -423,4 +429,57 @@ func matchEvents(evs []event.Event, after uint64, m eventMatcher) []event.Event 
 		}
 	}
 	return out
+}
+
+// timeScale is the factor applied to the durations a scenario configures:
+// 1 on the virtual clock, the run's TimeScale on the real one.
+func (s *state) timeScale() float64 {
+	if s.clock != driver.ClockReal {
+		return 1
+	}
+	if s.run.opts.TimeScale > 0 {
+		return s.run.opts.TimeScale
+	}
+	return DefaultTimeScale
+}
+
+// scaleMs scales a duration in milliseconds the scenario configures (see
+// timeScale): 0 stays 0 (it means "none" or "at once" wherever durations
+// are configured), any other value stays at least 1.
+func (s *state) scaleMs(ms int64) int64 {
+	f := s.timeScale()
+	if ms <= 0 || f == 1 {
+		return ms
+	}
+	return max(1, int64(float64(ms)*f))
+}
+
+// scaleConfigured scales a duration the scenario configures (scaleMs) and
+// remembers it: an expectation on an event attribute ending in _ms that
+// names it (e.g. restart.scheduled delay_ms=1000 for restartDelays [1000])
+// then expects the scaled value.
+func (s *state) scaleConfigured(ms int64) int64 {
+	v := s.scaleMs(ms)
+	if v != ms {
+		if s.configured == nil {
+			s.configured = map[int64]int64{}
+		}
+		s.configured[ms] = v
+	}
+	return v
+}
+
+// scaleExpectations rewrites, on the real clock, the event attribute
+// expectations ATTR_ms=N whose N is a duration the scenario configured.
+func (s *state) scaleExpectations(exps []expectation) {
+	for i, e := range exps {
+		if e.op != "=" || !strings.HasSuffix(e.key, "_ms") {
+			continue
+		}
+		if n, err := strconv.ParseInt(e.want, 10, 64); err == nil {
+			if v, ok := s.configured[n]; ok {
+				exps[i].want = strconv.FormatInt(v, 10)
+			}
+		}
+	}
 }

@@ -75,6 +75,18 @@ func TestMain(m *testing.M) {
 			}
 		}
 		os.Exit(serve(driver.ServeOptions{Capabilities: caps, Profiles: []driver.Profile{driver.ProfileCore}}))
+	case "blackbox":
+		// The reference runtime behind a real-clock driver that announces
+		// neither health-probe nor restart-policies: a repro of a hang
+		// holds it to the black-box expectation (issue 28).
+		quietRaceExit()
+		var caps []driver.Capability
+		for _, c := range driver.Capabilities() {
+			if c.Name != driver.CapVirtualClock && c.Name != driver.CapHealthProbe && c.Name != driver.CapRestartPolicies {
+				caps = append(caps, c.Name)
+			}
+		}
+		os.Exit(serve(driver.ServeOptions{Capabilities: caps, Profiles: []driver.Profile{driver.ProfileCore}}))
 	case "fake-v0":
 		os.Exit(exitCode(drivertest.ServeCanned(os.Stdin, os.Stdout, drivertest.OtherVersion())))
 	case "check-canned", "check-bad", "check-crash", "check-leaky":
@@ -262,18 +274,20 @@ func TestRunUndeclaredCapabilitySkips(t *testing.T) {
 	}
 }
 
-// Issue 28: against a driver without virtual-clock, a scenario that uses
-// no virtual-time command runs on the real clock and gets a verdict; one
-// that uses advance is skipped naming it; a run in which nothing ran
-// exits 1 saying why.
+// Issue 28: against a driver without virtual-clock, a scenario that needs
+// no exact virtual instant runs on the real clock and gets a verdict, also
+// one that advances the clock (127: advance waits, time-scaled, and the
+// stop grace fires by itself); one that checks a snapshot right after
+// advance is skipped naming it; a run in which nothing ran exits 1 saying
+// why.
 func TestRunRealClockDriver(t *testing.T) {
 	t.Setenv(roleEnv, "realclock")
-	code, out, errs := harness(t, "run", "-era", "legacy", "-run", "^(001|002|012)-", "-impl", exe(t))
+	code, out, errs := harness(t, "run", "-era", "legacy", "-run", "^(001|002|012|127)-", "-impl", exe(t))
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	for _, want := range []string{"ok    legacy 001-echo-call", "real clock", "ok    legacy 012-disabled-server",
-		"skip  legacy 002-startup-gate-250ms", "needs virtual-clock (uses advance)", "2 passed, 0 failed, 1 skipped"} {
+	for _, want := range []string{"ok    legacy 001-echo-call", "real clock", "ok    legacy 012-disabled-server", "ok    legacy 127-stdout-closed",
+		"skip  legacy 002-startup-gate-250ms", "needs virtual-clock (uses advance then running)", "3 passed, 0 failed, 1 skipped"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
@@ -282,7 +296,7 @@ func TestRunRealClockDriver(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("a run in which nothing ran: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	if want := "FAIL: no scenario ran (1 skipped, 0 not applicable): every selected scenario was skipped for a capability the driver does not announce, or does not apply to the era (1 needs virtual-clock (uses advance)); a run that checks nothing proves nothing"; !strings.Contains(out, want) {
+	if want := "FAIL: no scenario ran (1 skipped, 0 not applicable): every selected scenario was skipped for a capability the driver does not announce, or does not apply to the era (1 needs virtual-clock (uses advance then running)); a run that checks nothing proves nothing"; !strings.Contains(out, want) {
 		t.Errorf("stdout lacks %q:\n%s", want, out)
 	}
 }

@@ -33,9 +33,13 @@ in each protocol era -era names (every fixture server speaks that era;
 both, the default, runs the catalog in legacy, then modern), and prints
 one line per scenario and era and a summary. A scenario whose header
 declares one era is reported n/a (not applicable) in the other. Against a
-driver without the virtual-clock capability, every scenario that uses no
-virtual-time command runs on the real clock; the others are skipped with
-the command they need it for. Exit status: 0 when no scenario failed and
+driver without the virtual-clock capability, every scenario that needs no
+exact virtual instant runs on the real clock, time-scaled as the
+conformance suite's real-time mode (-time-scale: advance waits its
+duration times the scale, and the durations the scenario configures are
+scaled alike); the others (those that use now, pending, await-timer or
+cmp-trace, or check a snapshot right after advance) are skipped with the
+command they need it for. Exit status: 0 when no scenario failed and
 at least one ran, 1 when one failed or none ran (every selected scenario
 skipped or not applicable), 2 for bad input (an unknown flag, a -run
 pattern that matches nothing, a driver that cannot be started or speaks
@@ -56,6 +60,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	strict := fs.Bool("strict", false, "also run the checks guarded by [strict]: known defects of the reference runtime")
 	parallel := fs.Int("parallel", 0, "how many scenarios run at once (default: twice the number of CPUs)")
 	timeout := fs.Duration("timeout", scenarios.DefaultAwaitTimeout, "real-time limit of every wait in a scenario (await, result, ...)")
+	timeScale := fs.Float64("time-scale", scenarios.DefaultTimeScale, "real-clock runs: factor applied to the durations a scenario configures and to the time each advance waits (as conformance -time-scale)")
 	var sf stressFlags
 	sf.register(fs.FlagSet)
 	timelineDir := fs.String("timeline", "", "write a timeline of every scenario to `DIR`: NNN-slug.svg, .html and the events as .jsonl")
@@ -76,11 +81,16 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "harness run: -era: %v\n", err)
 		return 2
 	}
+	if !(*timeScale > 0) {
+		fmt.Fprintf(stderr, "harness run: -time-scale %v: want a factor above 0\n", *timeScale)
+		return 2
+	}
 	ro := scenarios.RunOptions{
 		Eras: eras,
 		Options: scenarios.Options{
 			AwaitTimeout: *timeout,
 			Strict:       *strict,
+			TimeScale:    *timeScale,
 		},
 		Parallel: *parallel,
 		Verbose:  *verbose,
@@ -200,7 +210,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 }
 
 // nothingRanWhy says why no scenario of rep ran: the skip reasons, most
-// frequent first (e.g. "needs virtual-clock (uses advance)" when the driver
+// frequent first (e.g. "needs virtual-clock (uses now)" when the driver
 // has only the real clock), and the not-applicable ones.
 func nothingRanWhy(rep *scenarios.Report) string {
 	counts := map[string]int{}

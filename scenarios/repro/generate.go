@@ -233,6 +233,10 @@ type fixtureServer struct {
 	step      int   // backoff step of the scenario's restart policy
 	stableAt  time.Duration
 	complete  bool // every failure of the server is reproduced
+	// hung: a hang-restart of the server was replayed; what follows on
+	// it differs between a client that recovers it (health-probe and
+	// restart-policies) and one that does not (blackBox).
+	hung bool
 }
 
 func (s *fixtureServer) remote() bool { return s.transport == "http" || s.transport == "sse" }
@@ -304,9 +308,35 @@ type gen struct {
 	now     time.Duration // virtual time the scenario has advanced
 	summary []string
 	events  int
+	// prefix conditions the lines added while it is set (add).
+	prefix string
+	// blackBox: a hang is replayed; the scenario also judges a client
+	// without health-probe and restart-policies (render).
+	blackBox bool
 }
 
-func (g *gen) add(lines ...string) { g.body = append(g.body, lines...) }
+// The conditions of a replayed hang: its recovery needs health-probe and
+// restart-policies (lifecycle); a client with neither is held to the
+// black-box expectation instead (the hung call ends, with an error at its
+// tool timeout or answered after a recovery the client does not announce;
+// a later call on the server ends, with an answer or an error, never a
+// hang). render skips a
+// client with one of the two only.
+const (
+	lifecycle = "[cap:health-probe] "
+	blackBox  = "[!cap:health-probe] "
+)
+
+// add adds lines to the scenario body, each conditioned by g.prefix
+// (comments and blank lines as they are).
+func (g *gen) add(lines ...string) {
+	for _, l := range lines {
+		if g.prefix != "" && l != "" && !strings.HasPrefix(l, "#") {
+			l = g.prefix + l
+		}
+		g.body = append(g.body, l)
+	}
+}
 
 // advance moves the scenario's clock past a wait of the trace. The line
 // runs on the virtual clock only: on the real clock (a driver without
@@ -444,8 +474,12 @@ func Generate(tr *Trace, name, source string) (*Result, error) {
 		if !s.complete {
 			continue // counts that differ from the trace would assert something else
 		}
-		g.add(fmt.Sprintf("count-journal %s.journal %d launch", n, s.launches))
-		g.add(fmt.Sprintf("count %d restart.attempt server=%s", s.attempts, n))
+		cond := ""
+		if s.hung {
+			cond = lifecycle // the recovery's launches and attempts
+		}
+		g.add(fmt.Sprintf("%scount-journal %s.journal %d launch", cond, n, s.launches))
+		g.add(fmt.Sprintf("%scount %d restart.attempt server=%s", cond, s.attempts, n))
 	}
 	return g.res, g.render(name, source, names)
 }
@@ -534,20 +568,36 @@ func (g *gen) call(i int, c Call, l *restartLoop) {
 	g.summary = append(g.summary, fmt.Sprintf("%s %s", c.Server, cl))
 	switch cl {
 	case ClassOK:
-		g.add(fmt.Sprintf("call s1 %s %s %s", id, tool("echo"), text),
-			fmt.Sprintf("result %s outcome=ok text~%s", id, id))
+		g.add(fmt.Sprintf("call s1 %s %s %s", id, tool("echo"), text))
+		g.result(s, id, fmt.Sprintf("result %s outcome=ok text~%s", id, id))
 	case ClassToolError:
-		g.add(fmt.Sprintf(`call s1 %s %s '{"message":"%s"}'`, id, tool("fail"), id),
-			fmt.Sprintf("result %s outcome=tool-error text~%s", id, id))
+		g.add(fmt.Sprintf(`call s1 %s %s '{"message":"%s"}'`, id, tool("fail"), id))
+		g.result(s, id, fmt.Sprintf("result %s outcome=tool-error text~%s", id, id))
 	case ClassError:
-		g.add(fmt.Sprintf(`call s1 %s %s '{"message":"%s","rpc":true}'`, id, tool("fail"), id),
-			fmt.Sprintf("result %s outcome=error", id))
+		g.add(fmt.Sprintf(`call s1 %s %s '{"message":"%s","rpc":true}'`, id, tool("fail"), id))
+		g.result(s, id, fmt.Sprintf("result %s outcome=error", id))
 	case ClassHangRestart:
-		g.caps["health-probe"], g.caps["restart-policies"] = true, true
+		g.blackBox, s.hung = true, true
 		g.add("mark "+mark,
 			fmt.Sprintf("call s1 %s %s %s", id, tool("test"), text),
 			fmt.Sprintf("await-journal %s.journal hang-start blocking=true", c.Server))
 		g.advance(s.toolTimeout())
+		// Without health-probe and restart-policies: the hung call ends,
+		// with an error at its tool timeout (or with the answer, from a
+		// client that recovers the server without announcing it), and a
+		// later call on the server ends too (an answer or a clear error,
+		// never a hang).
+		after := id + "b"
+		g.prefix = blackBox
+		g.add(fmt.Sprintf("result %s outcome~^(ok|error)$", id),
+			fmt.Sprintf("call s1 %s %s '{\"text\":\"%s\"}'", after, tool("echo"), after),
+			"[cap:virtual-clock] advance "+dur(s.toolTimeout()),
+			fmt.Sprintf("result %s outcome~^(ok|error)$", after))
+		// With them: the recorded recovery.
+		g.prefix = lifecycle
+		defer func() { g.prefix = "" }()
+		restartPolicies := g.caps["restart-policies"]
+		defer func() { g.caps["restart-policies"] = restartPolicies }()
 		g.add(fmt.Sprintf("await -after %s tool.timeout server=%s", mark, c.Server),
 			fmt.Sprintf("await -after %s probe.started server=%s method=ping", mark, c.Server))
 		g.advance(probeTimeout)
@@ -598,6 +648,20 @@ func (g *gen) call(i int, c Call, l *restartLoop) {
 	if !isFault(cl) && c.Outcome != "ok" {
 		g.fail(c.Server, what, id, "")
 	}
+}
+
+// result adds the result check of call id on server s. After a replayed
+// hang of s, the check holds for a client that recovered s; one without
+// health-probe and restart-policies still has s wedged, so its call ends
+// at the tool timeout: any outcome that ends it passes.
+func (g *gen) result(s *fixtureServer, id, check string) {
+	if !s.hung {
+		g.add(check)
+		return
+	}
+	g.add(lifecycle+check,
+		blackBox+"[cap:virtual-clock] advance "+dur(s.toolTimeout()),
+		blackBox+fmt.Sprintf("result %s outcome~^(ok|tool-error|error)$", id))
 }
 
 // callResult is the result check of a call whose server was restarted:
@@ -805,6 +869,13 @@ func (g *gen) render(name, source string, names []string) error {
 	b.WriteString("# skipped and the recorded timers fire by themselves); a server that\n")
 	b.WriteString("# went away while idle is killed at the same point, and each restart is\n")
 	b.WriteString("# replayed attempt by attempt.\n")
+	if g.blackBox {
+		b.WriteString("# A hang's recovery (lines [cap:health-probe]) needs health-probe and\n")
+		b.WriteString("# restart-policies; a client with neither (lines [!cap:health-probe]) is\n")
+		b.WriteString("# held to what a user sees: the hung call ends, with an error at its\n")
+		b.WriteString("# tool timeout (or answered after a recovery), and a later call on that\n")
+		b.WriteString("# server ends too, answered or with an error.\n")
+	}
 	for _, f := range tr.Faults {
 		rule := oneLine(f.Rule)
 		if f.Op == "clear" {
@@ -820,6 +891,17 @@ func (g *gen) render(name, source string, names []string) error {
 	for _, c := range []string{"health-probe", "restart-policies"} {
 		if g.caps[c] {
 			fmt.Fprintf(&b, "[!cap:%s] skip 'needs %s'\n", c, c)
+		}
+	}
+	if g.blackBox {
+		// A replayed hang judges a client with both capabilities on the
+		// recorded recovery, and one with neither on the black-box
+		// expectation; one with only one of them is skipped.
+		if !g.caps["health-probe"] {
+			b.WriteString("[!cap:health-probe] [cap:restart-policies] skip 'needs health-probe (with restart-policies, for the recorded recovery)'\n")
+		}
+		if !g.caps["restart-policies"] {
+			b.WriteString("[cap:health-probe] [!cap:restart-policies] skip 'needs restart-policies (with health-probe, for the recorded recovery)'\n")
 		}
 	}
 	b.WriteString("\n")
