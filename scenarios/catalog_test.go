@@ -219,3 +219,29 @@ func TestParseEraDirective(t *testing.T) {
 		}
 	}
 }
+
+// TestUsesVirtualTime checks which scripts need the virtual clock (issue
+// 28): a virtual-time command (now, pending, await-timer, cmp-trace), or a
+// snapshot check right after advance before any check that waits; not an
+// advance followed by a wait, nor lines conditioned [cap:virtual-clock].
+func TestUsesVirtualTime(t *testing.T) {
+	for _, tc := range []struct {
+		script, want string
+		virtual      bool
+	}{
+		{"advance 1s\nawait tool.timeout\ncount 1 tool.timeout\n", "", false},
+		{"advance 1s\ncount 0 tool.timeout\n", "advance then count", true},
+		{"advance 1s\ncall s1 c1 t\nmark m\nrunning open s1\n", "advance then running", true},
+		{"advance 1s\n[era:modern] status fx state=connected\n", "advance then status", true},
+		{"advance 1s\nresult c1 outcome=ok\ntools s1 count=1\n", "", false},
+		{"[cap:virtual-clock] advance 1s\n[cap:virtual-clock] count 0 x\n", "", false},
+		{"now 0s\nadvance 1s\ncount-journal fx.journal 1 launch\n", "advance then count-journal", true},
+		{"open s1\n[cap:virtual-clock] now 0s\nawait-timer 1s\n", "await-timer", true},
+		{"advance 1s\nawait x\n\n-- f.txt --\ncount 0 x\n", "", false},
+	} {
+		got, virtual := scenarios.UsesVirtualTime([]byte(tc.script))
+		if got != tc.want || virtual != tc.virtual {
+			t.Errorf("UsesVirtualTime(%q) = %q, %v; want %q, %v", tc.script, got, virtual, tc.want, tc.virtual)
+		}
+	}
+}

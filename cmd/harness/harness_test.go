@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcplife/mcplife/conformance"
 	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/conformance/driver/drivertest"
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
@@ -379,5 +380,17 @@ func TestStressChildArgs(t *testing.T) {
 	got := strings.Join(childArgs(in), " ")
 	if want := "-no-color -impl harness driver -baseline b.txt"; got != want {
 		t.Fatalf("childArgs = %q, want %q", got, want)
+	}
+}
+
+// A real-clock scenario run is time-scaled as the conformance suite's
+// real-time mode is, by default by the same factor.
+func TestTimeScaleMatchesConformance(t *testing.T) {
+	if scenarios.DefaultTimeScale != conformance.DefaultTimeScale {
+		t.Errorf("scenarios.DefaultTimeScale %v, conformance.DefaultTimeScale %v", scenarios.DefaultTimeScale, conformance.DefaultTimeScale)
+	}
+	code, _, errs := harness(t, "run", "-time-scale", "0", "-run", "^001-")
+	if code != 2 || !strings.Contains(errs, "-time-scale 0: want a factor above 0") {
+		t.Errorf("-time-scale 0: exit %d, stderr %q", code, errs)
 	}
 }
