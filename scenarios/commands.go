@@ -349,11 +349,14 @@ func (s *state) scaleStart(p *driver.StartParams) {
 		return
 	}
 	if o := p.Options; o != nil {
-		for _, f := range []**int64{&o.StartupGateMs, &o.ToolTimeoutMs, &o.ProbeTimeoutMs, &o.UnregisterGraceMs,
-			&o.StabilityWindowMs, &o.AcquireTimeoutMs, &o.IdleTimeoutMs, &o.RestartWaitMs} {
-			if *f != nil {
-				v := s.scaleConfigured(**f)
-				*f = &v
+		for _, f := range []struct {
+			v    **int64
+			kind string
+		}{{&o.StartupGateMs, durOther}, {&o.ToolTimeoutMs, durTimeout}, {&o.ProbeTimeoutMs, durTimeout}, {&o.UnregisterGraceMs, durGrace},
+			{&o.StabilityWindowMs, durOther}, {&o.AcquireTimeoutMs, durTimeout}, {&o.IdleTimeoutMs, durIdle}, {&o.RestartWaitMs, durOther}} {
+			if *f.v != nil {
+				v := s.scaleConfigured(f.kind, **f.v)
+				*f.v = &v
 			}
 		}
 	}
@@ -362,24 +365,24 @@ func (s *state) scaleStart(p *driver.StartParams) {
 		if json.Unmarshal(raw, &obj) != nil {
 			continue // not an object: the implementation judges it as written
 		}
-		scale := func(v json.RawMessage) json.RawMessage {
+		scale := func(kind string, v json.RawMessage) json.RawMessage {
 			var ms int64
 			if json.Unmarshal(v, &ms) != nil {
 				return v
 			}
-			return json.RawMessage(strconv.FormatInt(s.scaleConfigured(ms), 10))
+			return json.RawMessage(strconv.FormatInt(s.scaleConfigured(kind, ms), 10))
 		}
 		changed := false
 		for _, k := range []string{"timeout", "toolTimeout"} {
 			if v, ok := obj[k]; ok {
-				obj[k], changed = scale(v), true
+				obj[k], changed = scale(durTimeout, v), true
 			}
 		}
 		if v, ok := obj["restartDelays"]; ok {
 			var delays []json.RawMessage
 			if json.Unmarshal(v, &delays) == nil {
 				for i := range delays {
-					delays[i] = scale(delays[i])
+					delays[i] = scale(durDelay, delays[i])
 				}
 				obj["restartDelays"], _ = json.Marshal(delays)
 				changed = true
@@ -724,7 +727,7 @@ func cmdCall(s *state, _ bool, args []string) {
 		p.Arguments = json.RawMessage(args[3])
 	}
 	if timeoutMs >= 0 {
-		timeoutMs = s.scaleConfigured(timeoutMs)
+		timeoutMs = s.scaleConfigured(durTimeout, timeoutMs)
 		p.TimeoutMs = &timeoutMs
 	}
 	c := s.requireClient("call")

@@ -38,10 +38,10 @@ type state struct {
 	ctx    context.Context // ends when the script ends
 	cancel context.CancelFunc
 
-	// configured maps each duration (ms) the scenario configured to what
-	// it became on the real clock (scaleConfigured), so that expectations
-	// naming it are scaled alike.
-	configured map[int64]int64
+	// configured maps each kind of duration the scenario configured
+	// (durationKind) and its value (ms) to what it became on the real clock
+	// (scaleConfigured), so that expectations naming it are scaled alike.
+	configured map[string]map[int64]int64
 
 	client  *driver.Client
 	hello   *driver.HelloResult
@@ -454,30 +454,54 @@ func (s *state) scaleMs(ms int64) int64 {
 	return max(1, int64(float64(ms)*f))
 }
 
-// scaleConfigured scales a duration the scenario configures (scaleMs) and
-// remembers it: an expectation on an event attribute ending in _ms that
-// names it (e.g. restart.scheduled delay_ms=1000 for restartDelays [1000])
-// then expects the scaled value.
-func (s *state) scaleConfigured(ms int64) int64 {
+// The kinds of durations a scenario configures, as event attributes name
+// them (scaleExpectations).
+const (
+	durDelay   = "delay"   // restartDelays: delay_ms, next_delay_ms
+	durTimeout = "timeout" // connect, tool, probe and acquire timeouts: timeout_ms
+	durGrace   = "grace"   // unregisterGraceMs: grace_ms
+	durIdle    = "idle"    // idleTimeoutMs: idle_ms
+	durOther   = "other"   // named by no event attribute
+)
+
+// attrKinds maps the event attributes ending in _ms to the kind of
+// configured duration they report.
+var attrKinds = map[string]string{
+	"delay_ms": durDelay, "next_delay_ms": durDelay, "timeout_ms": durTimeout,
+	"grace_ms": durGrace, "idle_ms": durIdle,
+}
+
+// scaleConfigured scales a duration of kind the scenario configures
+// (scaleMs) and remembers it: an expectation on an event attribute that
+// reports that kind and names it (e.g. restart.scheduled delay_ms=1000 for
+// restartDelays [1000]) then expects the scaled value. The kind keeps a
+// runtime default that happens to equal a configured duration of another
+// kind (a default 1 s restart delay beside a 1 s tool timeout) unscaled.
+func (s *state) scaleConfigured(kind string, ms int64) int64 {
 	v := s.scaleMs(ms)
 	if v != ms {
 		if s.configured == nil {
-			s.configured = map[int64]int64{}
+			s.configured = map[string]map[int64]int64{}
 		}
-		s.configured[ms] = v
+		if s.configured[kind] == nil {
+			s.configured[kind] = map[int64]int64{}
+		}
+		s.configured[kind][ms] = v
 	}
 	return v
 }
 
 // scaleExpectations rewrites, on the real clock, the event attribute
-// expectations ATTR_ms=N whose N is a duration the scenario configured.
+// expectations ATTR_ms=N whose N is a duration of the attribute's kind the
+// scenario configured.
 func (s *state) scaleExpectations(exps []expectation) {
 	for i, e := range exps {
-		if e.op != "=" || !strings.HasSuffix(e.key, "_ms") {
+		kind, ok := attrKinds[e.key]
+		if e.op != "=" || !ok {
 			continue
 		}
 		if n, err := strconv.ParseInt(e.want, 10, 64); err == nil {
-			if v, ok := s.configured[n]; ok {
+			if v, ok := s.configured[kind][n]; ok {
 				exps[i].want = strconv.FormatInt(v, 10)
 			}
 		}
