@@ -238,6 +238,8 @@ func TestUsesVirtualTime(t *testing.T) {
 		{"now 0s\nadvance 1s\ncount-journal fx.journal 1 launch\n", "advance then count-journal", true},
 		{"open s1\n[cap:virtual-clock] now 0s\nawait-timer 1s\n", "await-timer", true},
 		{"advance 1s\nawait x\n\n-- f.txt --\ncount 0 x\n", "", false},
+		{"advance 5s\nawait x\nadvance 1h\nresult c1 outcome=ok\n", "advance 1h", true},
+		{"advance 1m\nawait x\n", "", false},
 	} {
 		got, virtual := scenarios.UsesVirtualTime([]byte(tc.script))
 		if got != tc.want || virtual != tc.virtual {

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcplife/mcplife/conformance/driver"
 )
@@ -60,7 +61,8 @@ func Commands() []Command {
 // clock advance waits its duration, scaled, in real time, so what a
 // snapshot right after it sees depends on how the machine kept up with
 // timers due about then; on the virtual clock it is an exact instant. The
-// advance-then-snapshot reason is preferred, as the usual one. Any other
+// advance-then-snapshot reason is preferred, as the usual one, and so is
+// "advance D" for an advance longer than MaxRealAdvance. Any other
 // scenario runs on whichever clock the driver has (start picks the virtual
 // one when the driver announces it). Lines conditioned [cap:virtual-clock]
 // do not count.
@@ -87,6 +89,10 @@ func UsesVirtualTime(script []byte) (string, bool) {
 			}
 		case c.Name == "advance":
 			afterAdvance = true
+			f := strings.Fields(line)
+			if d, err := time.ParseDuration(f[len(f)-1]); err == nil && d > MaxRealAdvance {
+				return "advance " + f[len(f)-1], true
+			}
 		case c.Snapshot && afterAdvance:
 			return "advance then " + c.Name, true
 		case c.Check:
@@ -95,6 +101,12 @@ func UsesVirtualTime(script []byte) (string, bool) {
 	}
 	return first, first != ""
 }
+
+// MaxRealAdvance is the longest advance a scenario may make and still run
+// on the real clock: a longer one (e.g. advance 1h, to show that nothing
+// polls) would wait minutes of real time even time-scaled; such a scenario
+// needs the virtual clock ("uses advance 1h").
+const MaxRealAdvance = time.Minute
 
 // virtualTimeList renders the commands whose Needs include virtual-clock.
 func virtualTimeList() string {
@@ -140,7 +152,7 @@ func ScriptCommand(line string) string {
 // Conditions returns the scenario conditions.
 func Conditions() []Condition {
 	return []Condition{
-		{"cap", "[cap:NAME]", "The driver announces capability NAME (the vocabulary of docs/DRIVER.md; an unknown name is an error, not false). Scenarios start with `[!cap:NAME] skip 'needs NAME'` for every capability they rely on, so an implementation without it skips them with that reason. The virtual clock is such a capability only for a scenario that uses a command needing it (" + virtualTimeList() + ": they check exact virtual offsets and timers) or a snapshot check (" + snapshotList() + ") right after `advance`, before any check that waits (an exact instant); a line conditioned `[cap:virtual-clock]` does not count. Such a scenario starts `[!cap:virtual-clock] skip 'needs virtual-clock (uses COMMAND)'` (or `(uses advance then CHECK)`); every other scenario runs on the real clock of a driver without it, time-scaled (see `advance`)."},
+		{"cap", "[cap:NAME]", "The driver announces capability NAME (the vocabulary of docs/DRIVER.md; an unknown name is an error, not false). Scenarios start with `[!cap:NAME] skip 'needs NAME'` for every capability they rely on, so an implementation without it skips them with that reason. The virtual clock is such a capability only for a scenario that uses a command needing it (" + virtualTimeList() + ": they check exact virtual offsets and timers) or a snapshot check (" + snapshotList() + ") right after `advance`, before any check that waits (an exact instant), or an `advance` longer than a minute (`uses advance 1h`: time-scaled it would still wait minutes); a line conditioned `[cap:virtual-clock]` does not count. Such a scenario starts `[!cap:virtual-clock] skip 'needs virtual-clock (uses COMMAND)'` (or `(uses advance then CHECK)`); every other scenario runs on the real clock of a driver without it, time-scaled (see `advance`)."},
 		{"profile", "[profile:NAME]", "The driver claims conformance profile NAME."},
 		{"impl", "[impl:NAME]", "The implementation behind the driver is called NAME in its hello (the reference runtime is `mcplife`)."},
 		{"strict", "[strict]", "Strict mode (MCPLIFE_STRICT=1, or `harness run -strict`). It guards the checks that the reference runtime is known to fail today, each under a comment naming the defect, so the catalog stays green while a defect is open and the check runs with one switch."},
