@@ -16,7 +16,7 @@
 //	harness driver-check -impl 'CMD' [-json] [-timeout D]
 //	harness mutation-report [-survivors] [-json] DIR
 //	harness matrix [-dir conformance/drivers] [-out docs/MATRIX.md]
-//	harness mcp-client [-scenario NAME] [-json] URL
+//	harness mcp-client [-scenario NAME] [-protocol VERSION] [-json] URL
 //	harness fixture
 //	harness proxy [flags] -- CMD ARGS... | -upstream URL
 //	harness record -config FILE -o TRACE [-call SERVER:TOOL[:JSON]]... [-fault SERVER:RULE]... [-until 'KIND [ATTR=VALUE...]']

@@ -10,10 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcplife/mcplife/internal/textsafe"
+	"github.com/mcplife/mcplife/runtime/bridge"
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/mcplife/mcplife/runtime/host"
@@ -99,49 +102,141 @@ func headlessAuthorize(ctx context.Context, req host.AuthorizeRequest) (host.Aut
 	return host.AuthorizeResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
 }
 
+// toolCall is one tools/call of a client scenario: the tool's raw MCP name
+// and its arguments. When schemaOf is set, the arguments are
+// {"schema": S} where S is the input schema the runtime exposes for the
+// tool named schemaOf (what an agent would see of it).
+type toolCall struct {
+	tool     string
+	args     map[string]any
+	schemaOf string
+}
+
 // clientScenario is what the client does in one official client scenario
-// once the server is connected and its tools are listed: the tool to call
-// ("" calls nothing) and its arguments.
+// once the server is connected and its tools are listed: steps in order,
+// the calls of one step at the same time; with no steps it only lists.
 type clientScenario struct {
-	tool string
-	args map[string]any
+	steps [][]toolCall
+}
+
+// one is a scenario of a single call.
+func one(tool string, args map[string]any) clientScenario {
+	return clientScenario{steps: [][]toolCall{{{tool: tool, args: args}}}}
 }
 
 // scenarioPlan says what the client does in the official client scenarios
-// of @modelcontextprotocol/conformance 0.1.16 that need more than connecting
-// and listing tools; known is false for any other scenario (auth/*), which
-// connects, lists the tools and calls the first one with no arguments.
+// (@modelcontextprotocol/conformance 0.1.16 and 0.2.0-alpha.12) that need
+// more than connecting, listing the tools and calling the first one; known
+// is false for any other scenario (auth/*, http-standard-headers,
+// http-invalid-tool-headers, request-metadata), which connects, lists the
+// tools and calls the first one with no arguments, unless the scenario's
+// context names the calls (contextCalls).
 func scenarioPlan(name string) (_ clientScenario, known bool) {
+	noArgs := func() map[string]any { return map[string]any{} } // one map per call
 	switch name {
 	case "initialize":
 		return clientScenario{}, true
+	case "json-schema-ref-no-deref":
+		// Its mock serves tools/list only: list, do not call.
+		return clientScenario{}, true
 	case "tools_call":
-		return clientScenario{tool: "add_numbers", args: map[string]any{"a": 5, "b": 3}}, true
+		return one("add_numbers", map[string]any{"a": 5, "b": 3}), true
 	case "elicitation-sep1034-client-defaults":
-		return clientScenario{tool: "test_client_elicitation_defaults", args: map[string]any{}}, true
+		return one("test_client_elicitation_defaults", noArgs()), true
 	case "sse-retry":
-		return clientScenario{tool: "test_reconnection", args: map[string]any{}}, true
+		return one("test_reconnection", noArgs()), true
+	case "json-schema-2020-12-preservation":
+		// Hand the listed schema back as the runtime exposes it.
+		return clientScenario{steps: [][]toolCall{{{tool: "json_schema_echo", schemaOf: "json_schema_2020_12_tool"}}}}, true
+	case "sep-2322-client-request-state":
+		// Multi round-trip tool calls (SEP-2322): one answered with
+		// input_required and a requestState while an unrelated call is in
+		// flight, one without requestState, one whose result has no
+		// resultType. The runtime's go-sdk session does the retries.
+		return clientScenario{steps: [][]toolCall{
+			{{tool: "test_mrtr_echo_state", args: noArgs()}, {tool: "test_mrtr_unrelated", args: noArgs()}},
+			{{tool: "test_mrtr_no_state", args: noArgs()}},
+			{{tool: "test_mrtr_no_result_type", args: noArgs()}},
+		}}, true
 	}
 	return clientScenario{}, false
 }
 
-// mcpClientReport is the -json output of harness mcp-client.
-type mcpClientReport struct {
-	Scenario string   `json:"scenario"`
-	URL      string   `json:"url"`
-	Tools    []string `json:"tools"`
-	Called   string   `json:"called,omitempty"`
-	Result   string   `json:"result,omitempty"`
-	IsError  bool     `json:"isError,omitempty"`
-	Error    string   `json:"error,omitempty"`
-	Events   []string `json:"events"`
+// Bounds on the scenario context the runner passes in $MCP_CONFORMANCE_CONTEXT.
+const (
+	maxContextBytes = 1 << 20
+	maxContextCalls = 16
+	maxToolName     = 256
+)
+
+// contextCalls reads the "toolCalls" of a scenario's context, the calls
+// the runner asks the client to make in order (0.2.0-alpha.12's
+// http-custom-headers passes the arguments whose header encoding it
+// checks): a list of {"name": string, "arguments": object}. ok is false
+// when the context has no toolCalls.
+func contextCalls(ctxVals map[string]any) (_ clientScenario, ok bool, _ error) {
+	raw, ok := ctxVals["toolCalls"]
+	if !ok {
+		return clientScenario{}, false, nil
+	}
+	list, isList := raw.([]any)
+	if !isList {
+		return clientScenario{}, true, fmt.Errorf("$%s: toolCalls is not a list", ContextEnv)
+	}
+	if len(list) > maxContextCalls {
+		return clientScenario{}, true, fmt.Errorf("$%s: %d toolCalls, more than %d", ContextEnv, len(list), maxContextCalls)
+	}
+	var sc clientScenario
+	for i, item := range list {
+		c, isObj := item.(map[string]any)
+		name, _ := c["name"].(string)
+		if !isObj || name == "" || len(name) > maxToolName {
+			return clientScenario{}, true, fmt.Errorf("$%s: toolCalls[%d] has no tool name of 1-%d bytes", ContextEnv, i, maxToolName)
+		}
+		args := map[string]any{}
+		if a, present := c["arguments"]; present && a != nil {
+			if args, isObj = a.(map[string]any); !isObj {
+				return clientScenario{}, true, fmt.Errorf("$%s: toolCalls[%d].arguments is not an object", ContextEnv, i)
+			}
+		}
+		sc.steps = append(sc.steps, []toolCall{{tool: name, args: args}})
+	}
+	return sc, true, nil
 }
 
-const mcpClientUsage = `usage: harness mcp-client [-scenario NAME] [-timeout D] [-json] [-v] URL
+// protocolVersionEnv names the environment variable in which the official
+// runner (0.2.0 and later) passes the protocol version the client must
+// speak when it runs with --spec-version: the lifecycle follows from it
+// (the initialize handshake through 2025-11-25, stateless from 2026-07-28).
+const protocolVersionEnv = "MCP_CONFORMANCE_PROTOCOL_VERSION"
+
+var protocolVersionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+// mcpClientReport is the -json output of harness mcp-client.
+type mcpClientReport struct {
+	Scenario string       `json:"scenario"`
+	URL      string       `json:"url"`
+	Protocol string       `json:"protocolVersion,omitempty"`
+	Tools    []string     `json:"tools"`
+	Calls    []callReport `json:"calls,omitempty"`
+	Error    string       `json:"error,omitempty"`
+	Events   []string     `json:"events"`
+}
+
+// callReport is one tools/call of the run and what came back.
+type callReport struct {
+	Tool    string `json:"tool"`
+	Result  string `json:"result"`
+	IsError bool   `json:"isError,omitempty"`
+}
+
+const mcpClientUsage = `usage: harness mcp-client [-scenario NAME] [-protocol VERSION] [-timeout D] [-json] [-v] URL
 
 Connects to the streamable-HTTP MCP server at URL through the reference runtime and
 does what the official conformance client scenario expects (the runner passes the
-URL as the last argument and the scenario in $` + ScenarioEnv + `).
+URL as the last argument, the scenario in $` + ScenarioEnv + `, its context in
+$` + ContextEnv + ` and, with --spec-version, the protocol version in
+$` + protocolVersionEnv + `).
 
 `
 
@@ -154,6 +249,7 @@ URL as the last argument and the scenario in $` + ScenarioEnv + `).
 func runMCPClient(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("mcp-client", mcpClientUsage, stdout, stderr)
 	scenario := fs.String("scenario", os.Getenv(ScenarioEnv), "official client scenario (default $"+ScenarioEnv+")")
+	protocol := fs.String("protocol", os.Getenv(protocolVersionEnv), "MCP protocol version to pin in the server's config, \"\" for the runtime's default (default $"+protocolVersionEnv+")")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on the whole run")
 	jsonOut := fs.Bool("json", false, "print a JSON report instead of text")
 	verbose := fs.Bool("v", false, "log the runtime's debug output to stderr")
@@ -167,7 +263,7 @@ func runMCPClient(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	rep, err := mcpClientRun(ctx, *scenario, url, *verbose, stderr)
+	rep, err := mcpClientRun(ctx, *scenario, *protocol, url, *verbose, stderr)
 	if err != nil {
 		rep.Error = err.Error()
 	}
@@ -177,25 +273,32 @@ func runMCPClient(args []string, stdout, stderr io.Writer) int {
 		_ = enc.Encode(rep)
 	} else {
 		// The tool names, the result and errors come from the server.
-		fmt.Fprintf(stdout, "scenario %s: tools [%s]", textsafe.Line(orNone(rep.Scenario)), textsafe.Line(strings.Join(rep.Tools, ", ")))
-		if rep.Called != "" {
-			fmt.Fprintf(stdout, "; called %s: %s", textsafe.Line(rep.Called), clipLine(textsafe.Line(rep.Result), 120))
+		fmt.Fprintf(stdout, "scenario %s", textsafe.Line(orNone(rep.Scenario)))
+		if rep.Protocol != "" {
+			fmt.Fprintf(stdout, " (protocol %s)", clipLine(textsafe.Line(rep.Protocol), 40))
+		}
+		fmt.Fprintf(stdout, ": tools [%s]", textsafe.Line(strings.Join(rep.Tools, ", ")))
+		for _, c := range rep.Calls {
+			fmt.Fprintf(stdout, "; called %s: %s", clipLine(textsafe.Line(c.Tool), 80), clipLine(textsafe.Line(c.Result), 120))
 		}
 		fmt.Fprintln(stdout)
 		if err != nil {
-			fmt.Fprintf(stderr, "harness mcp-client: %s\n", textsafe.Line(err.Error()))
+			fmt.Fprintf(stderr, "harness mcp-client: %s\n", clipLine(textsafe.Line(err.Error()), 2000))
 		}
 	}
-	if err != nil || rep.IsError {
+	if err != nil {
 		return 1
 	}
 	return 0
 }
 
-func mcpClientRun(ctx context.Context, scenario, url string, verbose bool, stderr io.Writer) (*mcpClientReport, error) {
-	rep := &mcpClientReport{Scenario: scenario, URL: url, Tools: []string{}, Events: []string{}}
+func mcpClientRun(ctx context.Context, scenario, protocol, url string, verbose bool, stderr io.Writer) (*mcpClientReport, error) {
+	rep := &mcpClientReport{Scenario: scenario, URL: url, Protocol: protocol, Tools: []string{}, Events: []string{}}
 	var ctxVals map[string]any
 	if raw := os.Getenv(ContextEnv); raw != "" {
+		if len(raw) > maxContextBytes {
+			return rep, fmt.Errorf("$%s: %d bytes, more than %d", ContextEnv, len(raw), maxContextBytes)
+		}
 		if err := json.Unmarshal([]byte(raw), &ctxVals); err != nil {
 			return rep, fmt.Errorf("$%s: %w", ContextEnv, err)
 		}
@@ -204,6 +307,13 @@ func mcpClientRun(ctx context.Context, scenario, url string, verbose bool, stder
 		"type": "http", "url": url,
 		"elicitation": string(config.ElicitationDefaults),
 		"restart":     string(config.RestartNever),
+	}
+	if protocol != "" {
+		if !protocolVersionRE.MatchString(protocol) {
+			return rep, fmt.Errorf("protocol version %q: want YYYY-MM-DD", clipLine(textsafe.Line(protocol), 40))
+		}
+		// Pinned: the runtime speaks this revision's lifecycle or fails.
+		cfg["protocolVersion"] = protocol
 	}
 	if a := authBlock(scenario, ctxVals); a != nil {
 		cfg["auth"] = a
@@ -270,31 +380,72 @@ func mcpClientRun(ctx context.Context, scenario, url string, verbose bool, stder
 		rep.Tools = append(rep.Tools, t.MCPName)
 	}
 	sc, known := scenarioPlan(scenario)
+	if !known {
+		csc, ok, err := contextCalls(ctxVals)
+		if err != nil {
+			return rep, err
+		}
+		sc, known = csc, ok
+	}
 	if !known && len(tools) > 0 {
-		sc = clientScenario{tool: tools[0].MCPName, args: map[string]any{}}
+		sc = one(tools[0].MCPName, map[string]any{})
 	}
-	if sc.tool == "" {
-		return rep, nil
-	}
-	exposed := ""
-	for _, t := range tools {
-		if t.MCPName == sc.tool {
-			exposed = t.Name
+	for _, step := range sc.steps {
+		if err := runStep(ctx, sess, tools, scenario, step, rep); err != nil {
+			return rep, err
 		}
 	}
-	if exposed == "" {
-		return rep, fmt.Errorf("scenario %s: the server lists no tool %q (tools: %s)", scenario, sc.tool, strings.Join(rep.Tools, ", "))
-	}
-	rep.Called = sc.tool
-	res, err := sess.CallTool(ctx, exposed, sc.args)
-	rep.Result, rep.IsError = res.Text, res.IsError
-	if err != nil {
-		return rep, fmt.Errorf("tools/call %s: %w", sc.tool, err)
-	}
-	if res.IsError {
-		return rep, errors.New("tools/call " + sc.tool + " returned an error result")
-	}
 	return rep, nil
+}
+
+// runStep makes the calls of one step of a scenario at the same time
+// through the session and adds them to rep in the step's order; the error
+// joins those of every failed call, a call whose result is an error result
+// included.
+func runStep(ctx context.Context, sess *host.Session, tools []bridge.Tool, scenario string, step []toolCall, rep *mcpClientReport) error {
+	byMCP := map[string]bridge.Tool{}
+	for _, t := range tools {
+		byMCP[t.MCPName] = t
+	}
+	type resolved struct {
+		exposed string
+		args    map[string]any
+	}
+	calls := make([]resolved, len(step))
+	for i, c := range step {
+		t, ok := byMCP[c.tool]
+		if !ok {
+			return fmt.Errorf("scenario %s: the server lists no tool %q (tools: %s)", scenario, c.tool, strings.Join(rep.Tools, ", "))
+		}
+		calls[i] = resolved{exposed: t.Name, args: c.args}
+		if c.schemaOf != "" {
+			src, ok := byMCP[c.schemaOf]
+			if !ok {
+				return fmt.Errorf("scenario %s: the server lists no tool %q whose schema to send (tools: %s)", scenario, c.schemaOf, strings.Join(rep.Tools, ", "))
+			}
+			calls[i].args = map[string]any{"schema": src.InputSchema}
+		}
+	}
+	reports := make([]callReport, len(step))
+	errs := make([]error, len(step))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := sess.CallTool(ctx, c.exposed, c.args)
+			reports[i] = callReport{Tool: step[i].tool, Result: res.Text, IsError: res.IsError}
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("tools/call %s: %w", step[i].tool, err)
+			case res.IsError:
+				errs[i] = errors.New("tools/call " + step[i].tool + " returned an error result")
+			}
+		}()
+	}
+	wg.Wait()
+	rep.Calls = append(rep.Calls, reports...)
+	return errors.Join(errs...)
 }
 
 func orNone(s string) string {

@@ -15,9 +15,10 @@ import (
 )
 
 // scenarioServer is a streamable-HTTP MCP server with the tools the official
-// client scenarios call: add_numbers (tools_call) and
+// client scenarios call: add_numbers (tools_call),
 // test_client_elicitation_defaults, which elicits a form whose properties
-// all have defaults and answers with what came back.
+// all have defaults and answers with what came back, and json_schema_echo,
+// which answers with its arguments.
 func scenarioServer(t *testing.T) string {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "scenarios", Version: "1"}, nil)
@@ -28,6 +29,10 @@ func scenarioServer(t *testing.T) string {
 				return nil, err
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("sum %g", in.A+in.B)}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "json_schema_echo", InputSchema: json.RawMessage(`{"type":"object","properties":{"schema":{"type":"object"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
 		})
 	srv.AddTool(&mcp.Tool{Name: "test_client_elicitation_defaults", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -70,7 +75,7 @@ func TestMCPClientScenarios(t *testing.T) {
 			if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 				t.Fatal(err)
 			}
-			if rep.Scenario != tt.scenario || strings.Join(rep.Tools, ",") != "add_numbers,test_client_elicitation_defaults" || !strings.Contains(rep.Result, tt.want) {
+			if rep.Scenario != tt.scenario || strings.Join(rep.Tools, ",") != "add_numbers,json_schema_echo,test_client_elicitation_defaults" || !strings.Contains(callResults(rep), tt.want) {
 				t.Errorf("report %+v, want a result containing %q", rep, tt.want)
 			}
 		})
@@ -80,7 +85,7 @@ func TestMCPClientScenarios(t *testing.T) {
 		if code := run([]string{"mcp-client", "-scenario", "tools_call", url}, &stdout, &stderr); code != 0 {
 			t.Fatalf("exit %d: %s", code, &stderr)
 		}
-		if want := "scenario tools_call: tools [add_numbers, test_client_elicitation_defaults]; called add_numbers: "; !strings.HasPrefix(stdout.String(), want) {
+		if want := "scenario tools_call: tools [add_numbers, json_schema_echo, test_client_elicitation_defaults]; called add_numbers: "; !strings.HasPrefix(stdout.String(), want) {
 			t.Errorf("stdout %q, want prefix %q", &stdout, want)
 		}
 	})
@@ -148,5 +153,112 @@ func TestHeadlessAuthorize(t *testing.T) {
 	}
 	if _, err := headlessAuthorize(t.Context(), host.AuthorizeRequest{URL: as.URL + "/authorize?deny=1"}); err == nil || !strings.Contains(err.Error(), "access_denied") {
 		t.Fatalf("denied: %v", err)
+	}
+}
+
+// callResults joins the results of a report's calls.
+func callResults(rep mcpClientReport) string {
+	var b strings.Builder
+	for _, c := range rep.Calls {
+		b.WriteString(c.Result + "\n")
+	}
+	return b.String()
+}
+
+// runJSON runs harness mcp-client -json with args and decodes its report.
+func runJSON(t *testing.T, args ...string) (mcpClientReport, int, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(append([]string{"mcp-client", "-json"}, args...), &stdout, &stderr)
+	var rep mcpClientReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("exit %d, report %q: %v (stderr %s)", code, &stdout, err, &stderr)
+	}
+	return rep, code, stderr.String()
+}
+
+// TestMCPClientContextCalls: the calls a scenario's context names are made
+// in order with their arguments; a malformed or oversized list is refused.
+func TestMCPClientContextCalls(t *testing.T) {
+	url := scenarioServer(t)
+	t.Setenv(ScenarioEnv, "some-new-scenario")
+	t.Setenv(ContextEnv, `{"toolCalls":[{"name":"add_numbers","arguments":{"a":1,"b":2}},{"name":"json_schema_echo","arguments":{"region":"us-west1","n":null}}]}`)
+	rep, code, stderr := runJSON(t, url)
+	if code != 0 || len(rep.Calls) != 2 || rep.Calls[0].Tool != "add_numbers" || !strings.Contains(rep.Calls[0].Result, "sum 3") ||
+		rep.Calls[1].Tool != "json_schema_echo" || !strings.Contains(rep.Calls[1].Result, `"region":"us-west1"`) {
+		t.Errorf("exit %d, report %+v, stderr %s", code, rep, stderr)
+	}
+
+	for _, bad := range []struct{ ctx, want string }{
+		{`{"toolCalls":"add_numbers"}`, "toolCalls is not a list"},
+		{`{"toolCalls":[{"arguments":{}}]}`, "toolCalls[0] has no tool name"},
+		{`{"toolCalls":[{"name":"add_numbers","arguments":[1]}]}`, "toolCalls[0].arguments is not an object"},
+		{`{"toolCalls":[` + strings.Repeat(`{"name":"x"},`, maxContextCalls) + `{"name":"x"}]}`, "more than 16"},
+		{`{"pad":"` + strings.Repeat("x", maxContextBytes) + `"}`, "more than"},
+	} {
+		t.Setenv(ContextEnv, bad.ctx)
+		rep, code, stderr := runJSON(t, url)
+		if code != 1 || !strings.Contains(rep.Error, bad.want) || len(rep.Calls) != 0 {
+			t.Errorf("context %.60s: exit %d, error %q (stderr %.200s), want %q", bad.ctx, code, rep.Error, stderr, bad.want)
+		}
+	}
+}
+
+// TestMCPClientSchemaEcho: json-schema-2020-12-preservation hands back the
+// input schema as the runtime exposes it, keywords and all.
+func TestMCPClientSchemaEcho(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "schemas", Version: "1"}, nil)
+	focal := `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"a":{"$anchor":"A","type":"string"}},"properties":{"x":{"$ref":"#/$defs/a"}},"additionalProperties":false,"if":{"required":["x"]},"then":{"minProperties":1}}`
+	srv.AddTool(&mcp.Tool{Name: "json_schema_2020_12_tool", InputSchema: json.RawMessage(focal)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "json_schema_echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer ts.Close()
+	rep, code, stderr := runJSON(t, "-scenario", "json-schema-2020-12-preservation", ts.URL)
+	if code != 0 || len(rep.Calls) != 1 {
+		t.Fatalf("exit %d, report %+v, stderr %s", code, rep, stderr)
+	}
+	var got struct {
+		Schema map[string]any `json:"schema"`
+	}
+	if err := json.Unmarshal([]byte(between(rep.Calls[0].Result, "{", "}")), &got); err != nil {
+		t.Fatalf("echo %q: %v", rep.Calls[0].Result, err)
+	}
+	var want map[string]any
+	_ = json.Unmarshal([]byte(focal), &want)
+	gb, _ := json.Marshal(got.Schema)
+	wb, _ := json.Marshal(want)
+	if string(gb) != string(wb) {
+		t.Errorf("echoed schema\n%s\nwant\n%s", gb, wb)
+	}
+}
+
+// between returns s from the first open to the last close, inclusive.
+func between(s, open, close string) string {
+	i, j := strings.Index(s, open), strings.LastIndex(s, close)
+	if i < 0 || j < i {
+		return ""
+	}
+	return s[i : j+1]
+}
+
+// TestMCPClientProtocol: the protocol version the runner passes is pinned in
+// the server's config (the handshake era's 2025-11-25 works against a
+// server of both eras), and a malformed one is refused before connecting.
+func TestMCPClientProtocol(t *testing.T) {
+	url := scenarioServer(t)
+	t.Setenv(protocolVersionEnv, "2025-11-25")
+	rep, code, stderr := runJSON(t, "-scenario", "tools_call", url)
+	if code != 0 || rep.Protocol != "2025-11-25" || !strings.Contains(callResults(rep), "sum 8") || !strings.Contains(strings.Join(rep.Events, "\n"), "server.connected server=server attempt=0 protocol=2025-11-25") {
+		t.Errorf("2025-11-25: exit %d, report %+v, stderr %s", code, rep, stderr)
+	}
+	rep, code, _ = runJSON(t, "-scenario", "tools_call", "-protocol", "latest\x1b[31m", url)
+	if code != 1 || !strings.Contains(rep.Error, "want YYYY-MM-DD") {
+		t.Errorf("malformed: exit %d, error %q", code, rep.Error)
 	}
 }
