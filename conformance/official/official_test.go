@@ -1,10 +1,14 @@
 // Package official runs the official MCP conformance suite
-// (@modelcontextprotocol/conformance, pinned in package.json) in client mode
-// against the reference runtime, through "harness mcp-client".
+// (@modelcontextprotocol/conformance) in client mode against the reference
+// runtime, through "harness mcp-client": the stable release pinned in
+// package.json over every client scenario (TestOfficialClientSuite), and the
+// 0.2.0 alpha pinned in modern/package.json over the scenarios of the
+// 2026-07-28 revision (TestOfficialClientSuiteModern).
 //
-// The suite and the Node 22 it needs are npm packages of this folder: run
-// "npm ci" here first (.ci/official-conformance does). Without them the test
-// skips under plain "go test ./..." and fails when MCPLIFE_REQUIRE_NODE=1.
+// Each suite and the Node 22 it needs are npm packages of its folder: run
+// "npm ci" there first (.ci/official-conformance does). Without them the
+// tests skip under plain "go test ./..." and fail when
+// MCPLIFE_REQUIRE_NODE=1.
 package official
 
 import (
@@ -28,6 +32,14 @@ import (
 // SuiteVersion is the pinned version of @modelcontextprotocol/conformance.
 const SuiteVersion = "0.1.16"
 
+// ModernSuiteVersion is the version pinned in modern/, the newest npm
+// release with the client scenarios of the 2026-07-28 revision.
+const ModernSuiteVersion = "0.2.0-alpha.12"
+
+// ModernRevision is the revision whose required client scenarios
+// TestOfficialClientSuiteModern runs (--requirements).
+const ModernRevision = "2026-07-28"
+
 // RequireNodeEnv makes a missing Node installation a failure instead of a skip.
 const RequireNodeEnv = "MCPLIFE_REQUIRE_NODE"
 
@@ -42,6 +54,7 @@ func TestMain(m *testing.M) { proctest.Main(m) }
 type scenarioResult struct {
 	Name                       string
 	Passed, Failed, Warnings   int
+	Skipped                    int // not scored: the client did not exercise the check
 	Baseline                   bool
 	RetryDelayMs, RetryChecked int // sse-retry: the measured reconnect delay
 }
@@ -60,10 +73,11 @@ func (r scenarioResult) verdict() string {
 	return "pass"
 }
 
-// suiteBin finds the conformance runner and the Node 22 of this folder.
-func suiteBin(t *testing.T) (bin string) {
+// suiteBin finds the conformance runner and the Node 22 installed in the
+// folder dir ("." or "modern").
+func suiteBin(t *testing.T, folder string) (bin string) {
 	t.Helper()
-	dir, err := filepath.Abs("node_modules/.bin")
+	dir, err := filepath.Abs(filepath.Join(folder, "node_modules/.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +90,8 @@ func suiteBin(t *testing.T) (bin string) {
 	if missing == "" {
 		return dir
 	}
-	msg := fmt.Sprintf("official MCP conformance suite not installed (missing in conformance/official/node_modules/.bin:%s); run `npm ci` in conformance/official (needs npm; it installs Node 22 locally)", missing)
+	where := filepath.ToSlash(filepath.Join("conformance/official", folder))
+	msg := fmt.Sprintf("official MCP conformance suite not installed (missing in %s/node_modules/.bin:%s); run `npm ci` in %s (needs npm; it installs Node 22 locally)", where, missing, where)
 	if os.Getenv(RequireNodeEnv) == "1" {
 		t.Fatal(msg + "; " + RequireNodeEnv + "=1 makes this a failure")
 	}
@@ -84,30 +99,51 @@ func suiteBin(t *testing.T) (bin string) {
 	return ""
 }
 
-func TestOfficialClientSuite(t *testing.T) {
-	binDir := suiteBin(t)
-	tmp := t.TempDir()
-	harness := filepath.Join(tmp, "harness")
+// buildHarness builds cmd/harness into dir.
+func buildHarness(t *testing.T, dir string) string {
+	t.Helper()
+	harness := filepath.Join(dir, "harness")
 	build := exec.Command("go", "build", "-o", harness, "../../cmd/harness")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build harness: %v\n%s", err, out)
 	}
+	return harness
+}
+
+// suiteRunner runs one installed conformance runner.
+type suiteRunner struct {
+	ctx                           context.Context
+	binDir, harness, outDir, base string
+}
+
+// run runs `conformance args...` and returns its output.
+func (r suiteRunner) run(args ...string) (string, error) {
+	cmd := exec.CommandContext(r.ctx, filepath.Join(r.binDir, "conformance"), args...)
+	cmd.Env = append(os.Environ(), "PATH="+r.binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "NO_COLOR=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("conformance %s: %w\n%s", strings.Join(args, " "), err, tail(out.String(), 60))
+	}
+	return out.String(), nil
+}
+
+// client runs `conformance client` against harness mcp-client with the
+// baseline, saving the results under outDir.
+func (r suiteRunner) client(args ...string) (string, error) {
+	return r.run(append([]string{"client", "--command", r.harness + " mcp-client", "--expected-failures", r.base, "-o", r.outDir}, args...)...)
+}
+
+func TestOfficialClientSuite(t *testing.T) {
+	binDir := suiteBin(t, ".")
+	tmp := t.TempDir()
 	outDir := filepath.Join(tmp, "out")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	env := append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "NO_COLOR=1")
-	runner := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "conformance"), args...)
-		cmd.Env = env
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			return out.String(), fmt.Errorf("conformance %s: %w\n%s", strings.Join(args, " "), err, tail(out.String(), 60))
-		}
-		return out.String(), nil
-	}
+	r := suiteRunner{ctx: ctx, binDir: binDir, harness: buildHarness(t, tmp), outDir: outDir, base: "baseline.yml"}
+	runner := r.run
 	client := func(args ...string) error {
-		_, err := runner(append([]string{"client", "--command", harness + " mcp-client", "--expected-failures", "baseline.yml", "-o", outDir}, args...)...)
+		_, err := r.client(args...)
 		return err
 	}
 	start := time.Now()
@@ -263,6 +299,8 @@ func readResults(t *testing.T, dir string, baseline map[string]bool) []scenarioR
 				r.Failed++
 			case "WARNING":
 				r.Warnings++
+			case "SKIPPED":
+				r.Skipped++
 			}
 			if c.ID == "client-sse-retry-timing" {
 				if ms, ok := c.Details["actualDelayMs"].(float64); ok {
@@ -282,14 +320,14 @@ func readResults(t *testing.T, dir string, baseline map[string]bool) []scenarioR
 
 func table(results []scenarioResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-45s %6s %6s %5s  %s\n", "scenario", "passed", "failed", "warn", "verdict")
+	fmt.Fprintf(&b, "%-45s %6s %6s %5s %7s  %s\n", "scenario", "passed", "failed", "warn", "skipped", "verdict")
 	var pass, fail, base int
 	for _, r := range results {
 		v := r.verdict()
 		if r.RetryChecked > 0 {
 			v += fmt.Sprintf(" (reconnect after %d ms)", r.RetryDelayMs)
 		}
-		fmt.Fprintf(&b, "%-45s %6d %6d %5d  %s\n", r.Name, r.Passed, r.Failed, r.Warnings, v)
+		fmt.Fprintf(&b, "%-45s %6d %6d %5d %7d  %s\n", r.Name, r.Passed, r.Failed, r.Warnings, r.Skipped, v)
 		switch r.verdict() {
 		case "pass":
 			pass++
