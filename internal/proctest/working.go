@@ -14,8 +14,10 @@ import (
 // Working describes the work under way, at this instant, in the calling
 // process and in every process descending from it: goroutines of the
 // calling process that are ready to run but not running, its threads that
-// wait on a disk (state D), and threads of its descendants that are running
-// or wait for a CPU (state R) or a disk. It returns "" when there is none.
+// wait on a disk (state D), threads of its descendants that are running
+// or wait for a CPU (state R) or a disk, and exited children of its
+// descendants that their parent has not reaped yet. It returns "" when
+// there is none.
 // The calling process's own running threads do not count: one of them is
 // reading this, and the Go runtime's monitor thread runs now and then in
 // any busy Go process.
@@ -31,7 +33,11 @@ func Working() string {
 	if n := runnableGoroutines(); n > 0 {
 		found = append(found, fmt.Sprintf("%d goroutines of pid %d ready to run", n, self))
 	}
-	pids := append([]int{self}, descendantPIDs(self)...)
+	live, zombies := descendants(self)
+	for _, z := range zombies {
+		found = append(found, fmt.Sprintf("pid %d exited, not yet reaped by its parent %d", z.pid, z.ppid))
+	}
+	pids := append([]int{self}, live...)
 	for _, pid := range pids {
 		dir := "/proc/" + strconv.Itoa(pid) + "/task"
 		tasks, err := os.ReadDir(dir)
@@ -81,7 +87,22 @@ func taskState(b []byte) (state, comm string, ok bool) {
 
 // descendantPIDs lists the live processes descending from pid.
 func descendantPIDs(pid int) []int {
+	live, _ := descendants(pid)
+	return live
+}
+
+// zombie is a process that exited and that its parent has not reaped yet.
+type zombie struct{ pid, ppid int }
+
+// descendants lists the live processes descending from pid, and the
+// exited ones whose parent is one of them: a live process has yet to
+// collect such a child's status and react to its exit, which is work
+// under way. A zombie child of pid itself is left out: pid is the calling
+// process, whose own pending work shows in its goroutines, and which may
+// adopt orphans it collects only later.
+func descendants(pid int) (live []int, zombies []zombie) {
 	children := map[int][]int{}
+	dead := map[int][]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		p, err := strconv.Atoi(e.Name())
@@ -89,19 +110,24 @@ func descendantPIDs(pid int) []int {
 			continue
 		}
 		state, ppid, ok := stat(p)
-		if !ok || state == "Z" || state == "X" {
-			continue
+		switch {
+		case !ok, state == "X":
+		case state == "Z":
+			dead[ppid] = append(dead[ppid], p)
+		default:
+			children[ppid] = append(children[ppid], p)
 		}
-		children[ppid] = append(children[ppid], p)
 	}
-	var out []int
 	var walk func(int)
 	walk = func(p int) {
 		for _, c := range children[p] {
-			out = append(out, c)
+			live = append(live, c)
+			for _, z := range dead[c] {
+				zombies = append(zombies, zombie{pid: z, ppid: c})
+			}
 			walk(c)
 		}
 	}
 	walk(pid)
-	return out
+	return live, zombies
 }

@@ -2,6 +2,7 @@ package proctest
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -49,5 +50,33 @@ func TestTaskState(t *testing.T) {
 	}
 	if _, _, ok := taskState([]byte("garbage")); ok {
 		t.Error("garbage parsed")
+	}
+}
+
+// TestWorkingSeesAnUnreapedChild: a child process that exited and that its
+// live parent (a descendant of ours) has not reaped is work under way; it
+// is no longer once that parent is gone.
+func TestWorkingSeesAnUnreapedChild(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// sh starts true in the background, then becomes sleep, which never
+	// reaps the exited true.
+	parent := exec.CommandContext(ctx, "sh", "-c", "true & exec sleep 30")
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = parent.Process.Kill(); _ = parent.Wait() }()
+	want := fmt.Sprintf("not yet reaped by its parent %d", parent.Process.Pid)
+	for w := Working(); !strings.Contains(w, want); w = Working() {
+		if ctx.Err() != nil {
+			t.Fatalf("Working never named the unreaped child of %d; last: %q", parent.Process.Pid, w)
+		}
+	}
+	_ = parent.Process.Kill()
+	_ = parent.Wait()
+	for w := Working(); strings.Contains(w, "not yet reaped"); w = Working() {
+		if ctx.Err() != nil {
+			t.Fatalf("an orphan adopted by this process still counts as work: %q", w)
+		}
 	}
 }
