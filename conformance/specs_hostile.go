@@ -2,10 +2,13 @@ package conformance
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
@@ -199,4 +202,84 @@ var _ = Spec(Requirement{
 		h.Verify(Response, longest <= 64, "no exposed tool name is longer than 64 characters", "longest %d", longest)
 	}
 	h.neighbourAnswers("next to the absurd tool lists")
+})
+
+// stdoutLimit is the maxMessageBytes of SEC-STDOUT-001's servers.
+const stdoutLimit = 4096
+
+// checkSample verifies the sample attribute of a transport.noise or
+// transport.oversized event: the start of what the server sent, at most 200
+// bytes of it, valid UTF-8 without control characters. marker is text of
+// the line the sample must hold, and pad the byte the line is padded with
+// after it; the line's first 200 bytes hold fewer than padMax of them.
+func (h *H) checkSample(e event.Event, what, marker string, pad byte, padMax int) {
+	s, _ := e.Get("sample")
+	h.Verify(Events, utf8.ValidString(s), "the sample of "+what+" is valid UTF-8", "sample %q", s)
+	h.Verify(Events, !strings.ContainsFunc(s, unicode.IsControl), "the sample of "+what+" holds no control character", "sample %q", s)
+	h.Verify(Events, utf8.RuneCountInString(s) <= 200, "the sample of "+what+" is at most 200 bytes of the line", "%d characters: %q", utf8.RuneCountInString(s), s)
+	i := strings.Index(s, marker)
+	h.Verify(Events, i >= 0, "the sample of "+what+" is the start of the line", "sample %q, want it to hold %q", s, marker)
+	if i >= 0 {
+		rest := s[i+len(marker):]
+		h.Verify(Events, strings.Trim(rest, string(pad)) == "" && len(rest) > 0 && len(rest) < padMax,
+			"the sample of "+what+" goes on with the line's padding, cut within its first 200 bytes",
+			"after %q: %d bytes %q", marker, len(rest), rest)
+	}
+}
+
+var _ = Spec(Requirement{
+	ID: "SEC-STDOUT-001", Level: Must, Profile: driver.ProfileSecurity, Area: "stdout", Eras: Both,
+	Statement: "An implementation MUST bound each line a stdio server writes on stdout by the server's maxMessageBytes: a JSON-RPC message or a non-JSON line of exactly maxMessageBytes bytes is taken (the message read, the line dropped with a transport.noise) and the connection goes on, while one byte more ends that server's connection alone (the call in flight fails with mcp_connection_lost), with a transport.oversized carrying the limit and whether the line was JSON and a status error naming the limit; each report's sample is the line's start, at most 200 bytes of it, made valid UTF-8, with control characters replaced.",
+	Source:    Source{hostileSource, "Real servers print banners on stdout, write invalid UTF-8, send 50 MB lines ... the bad server fails alone with a clear status and event (what it sent, capped)"},
+}, func(h *H) {
+	server := func(key, kind string, n int) Server {
+		return h.Fixture(key, Knobs{"MCP_FIXTURE_CORRUPT_KIND": kind, "MCP_FIXTURE_CORRUPT_BYTES": strconv.Itoa(n)}).
+			With("maxMessageBytes", stdoutLimit).With("restart", "never")
+	}
+	h.Start(Setup{Servers: map[string]Server{
+		"msgfit":   server("msgfit", fixture.CorruptLongMessage, stdoutLimit),
+		"msgover":  server("msgover", fixture.CorruptLongMessage, stdoutLimit+1),
+		"linefit":  server("linefit", fixture.CorruptLongLine, stdoutLimit),
+		"lineover": server("lineover", fixture.CorruptLongLine, stdoutLimit+1),
+		"fx":       h.Fixture("fx", nil),
+	}})
+	rep := h.Open("main")
+	for _, name := range []string{"msgfit", "msgover", "linefit", "lineover", "fx"} {
+		h.Verify(Response, contains(rep.Ready, name), "server "+name+" connects", "ready=%v failed=%v", rep.Ready, rep.Failed)
+	}
+	// The fixture's marker of the long line, after its ANSI escape and
+	// bytes that are not UTF-8 (fixture.longLinePrefix): 11 bytes before
+	// it, 22 of its own.
+	const lineMarker, lineHead = "mcp-fixture long line ", 11 + 22
+	const msgMarker = `"data":"` // the long message's padding follows it
+	msgHead := len(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"debug","logger":"mcp-fixture","data":"`)
+	for _, name := range []string{"msgfit", "linefit"} {
+		r := h.CallNow("main", "mcp_"+name+"_corrupt", map[string]any{})
+		h.Verify(Response, r.Error == nil && !r.Result.IsError && strings.Contains(r.Result.Text, "corrupted"),
+			"the call of "+name+" answers after a line of exactly maxMessageBytes", "error=%v text=%q", r.Error, r.Result.Text)
+		c := h.AwaitJournal(name, "corrupt", 1).Of("corrupt")
+		h.Verify(Journal, len(c) == 1 && c[0].Int("bytes") == stdoutLimit, name+" wrote a line of exactly maxMessageBytes", "%v", c)
+		r2 := h.CallNow("main", "mcp_"+name+"_echo", map[string]any{"text": "still connected"})
+		h.Verify(Response, r2.Error == nil && strings.Contains(r2.Result.Text, "still connected"), name+" keeps its connection", "error=%v", r2.Error)
+		h.Verify(Events, h.Count(Ev(event.TransportOversized, name)) == 0, name+"'s line was not reported oversized", "%d transport.oversized", h.Count(Ev(event.TransportOversized, name)))
+	}
+	noise := h.Await(Ev(event.TransportNoise, "linefit", "lines", "1"))
+	nb, _ := noise.Get("bytes")
+	h.Verify(Events, nb == strconv.Itoa(stdoutLimit), "transport.noise counts the dropped line's bytes", "%v", noise.Attrs)
+	h.checkSample(noise, "transport.noise", lineMarker, 'x', 200-lineHead+1)
+	for _, c := range []struct {
+		name, json, marker string
+		padMax             int
+	}{{"msgover", "true", msgMarker, 200 - msgHead + 1}, {"lineover", "false", lineMarker, 200 - lineHead + 1}} {
+		pid := h.AwaitJournal(c.name, "tools-list", 1).PIDs()[0]
+		r := h.CallNow("main", "mcp_"+c.name+"_corrupt", map[string]any{})
+		h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeConnectionLost),
+			"the call of "+c.name+" fails with mcp_connection_lost: its line is a byte over maxMessageBytes", "error=%v text=%q", r.Error, r.Result.Text)
+		e := h.Await(Ev(event.TransportOversized, c.name, "limit", strconv.Itoa(stdoutLimit), "json", c.json))
+		h.checkSample(e, "transport.oversized", c.marker, 'x', c.padMax)
+		st := h.AwaitStatus(c.name, "not connected", func(st driver.ServerStatus) bool { return st.State != "connected" && st.State != "connecting" })
+		h.Verify(Response, strings.Contains(st.Error, strconv.Itoa(stdoutLimit)), "the status error of "+c.name+" names the limit", "state %s error %q", st.State, st.Error)
+		h.AwaitStopped(c.name, pid)
+	}
+	h.neighbourAnswers("after the over-long lines")
 })

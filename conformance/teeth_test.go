@@ -58,7 +58,7 @@ var teeth = []teethRow{
 		// A remote connection's end is not handled either: no
 		// re-initialization after a 404, no needs-auth.
 		"SHARED-IDLE-001", []string{"SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-RESTART-002", "BOUNDED-GRACE-001", "BOUNDED-CRASHLOOP-001", "REG-GRACE-001", "REG-GRACE-002",
-			"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "FIELD-CRASH-003", "FIELD-EXIT-002", "FIELD-EXPIRY-001", "FIELD-REFUSED-001"}},
+			"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "FIELD-CRASH-003", "FIELD-EXIT-002", "FIELD-EXPIRY-001", "FIELD-REFUSED-001", "SEC-STDOUT-001"}},
 	{"untrusted-stdio", "project-level stdio servers run in untrusted workspaces",
 		"SEC-TRUST-001", nil},
 	{"truncate-after-wrap", "truncation cuts the wrapped text, losing the closing marker",
@@ -74,7 +74,7 @@ var teeth = []teethRow{
 		// whether its first call after the kill meets the dead connection
 		// or the relaunched one is a race under this defect (no-idle-watch
 		// proves it).
-		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "CORE-HOSTILE-006", "SHARED-RESTART-004", "FIELD-CRASH-001", "FIELD-STDOUT-001"}},
+		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "CORE-HOSTILE-006", "SHARED-RESTART-004", "FIELD-CRASH-001", "FIELD-STDOUT-001", "SEC-STDOUT-001"}},
 	{"gate-waits-for-all", "the startup gate ignores its timeout",
 		"GATE-TIMING-001", []string{"GATE-TIMING-002", "GATE-DEFERRED-001", "GATE-LATE-001", "GATE-CACHE-001", "GATE-CACHE-002", "GATE-CACHE-003"}},
 	{"abort-probes", "a caller's cancellation runs the health probe",
@@ -109,16 +109,18 @@ var teeth = []teethRow{
 	{"propertyless-tools-dropped", "a tool whose input schema has no properties is dropped",
 		// The fixture's corrupt and inject tools take no arguments: every
 		// spec that calls them or counts the tools fails.
-		"CORE-CONNECT-001", []string{"CORE-APPROVAL-001", "CORE-CONNECT-002", "CORE-HOSTILE-002", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-NAMING-001", "CORE-NAMING-003", "CORE-NAMING-004", "CORE-SCHEMA-001", "CORE-SESSION-001", "CORE-STATUS-001", "GATE-CACHE-002", "GATE-DEFERRED-001", "GATE-HOLD-001", "GATE-LATE-001", "REG-COLLISION-001", "REG-DISCONNECT-001", "REG-GRACE-001", "REG-GRACE-002", "REG-LISTCHANGED-002", "REG-RELOAD-001", "SEC-INJECT-001", "SEC-SHADOW-001", "BOUNDED-GRACE-001", "BOUNDED-RESTART-002", "REG-GRACE-003", "CORE-ROOTS-001", "CORE-CONNECT-004"}},
+		"CORE-CONNECT-001", []string{"CORE-APPROVAL-001", "CORE-CONNECT-002", "CORE-HOSTILE-002", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-NAMING-001", "CORE-NAMING-003", "CORE-NAMING-004", "CORE-SCHEMA-001", "CORE-SESSION-001", "CORE-STATUS-001", "GATE-CACHE-002", "GATE-DEFERRED-001", "GATE-HOLD-001", "GATE-LATE-001", "REG-COLLISION-001", "REG-DISCONNECT-001", "REG-GRACE-001", "REG-GRACE-002", "REG-LISTCHANGED-002", "REG-RELOAD-001", "SEC-INJECT-001", "SEC-SHADOW-001", "BOUNDED-GRACE-001", "BOUNDED-RESTART-002", "REG-GRACE-003", "CORE-ROOTS-001", "CORE-CONNECT-004", "SEC-STDOUT-001"}},
 	{"first-page-only", "tools/list pagination is not followed: only the first page's tools are exposed",
 		"CORE-CONNECT-002", []string{"SEC-ENV-001"}},
 	{"handshake-failure-waits", "an exit during the handshake is not watched: the failure is reported at the connect timeout",
 		// Every spec with a server that fails to start waits for it.
 		"CORE-HANDSHAKE-001", []string{"CORE-SESSION-001", "CORE-STATUS-002", "GATE-FAST-001", "SHARED-ACQUIRE-001", "SHARED-RESTART-001", "SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-DELAYS-001", "BOUNDED-RESTART-001", "BOUNDED-RESTART-002", "SHARED-RESTART-005"}},
 	{"stdout-unfiltered", "a stdio server's stdout goes unfiltered to the JSON-RPC decoder: a non-JSON line ends the connection",
-		"CORE-HOSTILE-001", []string{"CORE-HOSTILE-002"}},
+		"CORE-HOSTILE-001", []string{"CORE-HOSTILE-002", "SEC-STDOUT-001"}},
 	{"no-line-limit", "one stdout line is buffered whatever its length",
-		"CORE-HOSTILE-003", nil},
+		"CORE-HOSTILE-003", []string{"SEC-STDOUT-001"}},
+	{"stdout-limit-off-by-one", "a stdout line or message of exactly maxMessageBytes ends the connection",
+		"SEC-STDOUT-001", nil},
 	{"no-list-changed-debounce", "every tools/list_changed notification lists the tools again at once",
 		// REG-LISTCHANGED-001 and -002 race: see racyTeeth.
 		"CORE-HOSTILE-005", nil},
@@ -132,7 +134,7 @@ var teeth = []teethRow{
 		"CORE-NAMING-003", nil},
 	{"structured-content-only", "a result's text is taken from structuredContent only, dropping its content blocks",
 		// Every spec that reads a result's text fails.
-		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001", "REMOTE-CONFIG-001", "CORE-ROOTS-001", "CORE-SAMPLING-001"}},
+		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001", "REMOTE-CONFIG-001", "CORE-ROOTS-001", "CORE-SAMPLING-001", "SEC-STDOUT-001"}},
 	{"is-error-dropped", "a result's isError flag is dropped: tool errors reach the agent as successes",
 		// The fixture's roots and sample tools report a failed roots/list
 		// or sampling request as a tool error, which the specs of a server
@@ -250,7 +252,7 @@ var teeth = []teethRow{
 	{"retry-after-minutes", "a Retry-After of seconds is read as minutes",
 		"FIELD-UNAVAILABLE-001", nil},
 	{"lost-shown-connecting", "a lost connection leaves the server shown connecting and nothing reconnects: calls wait for their timeout",
-		"FIELD-EXIT-001", nil},
+		"FIELD-EXIT-001", []string{"SEC-STDOUT-001"}},
 }
 
 // racyTeeth lists, per variant, the requirements whose outcome under the

@@ -267,7 +267,7 @@ func Profiles() []ProfileInfo {
 		{ProfileRegistration, []Capability{CapListChanged, CapGraceWindow, CapReload, CapDisconnect},
 			"tool (un)registration on list_changed, disconnect and reload"},
 		{ProfileSecurity, []Capability{CapTrustGate, CapConfigDiscovery},
-			"the trust gate, config discovery and shadowing, secrets kept out of project-level servers"},
+			"the trust gate, config discovery and shadowing, secrets kept out of project-level servers, stdout lines bounded by maxMessageBytes with sanitized reports"},
 		{ProfileRemote, []Capability{CapVirtualClock, CapRestartPolicies, CapStatus, CapRemoteRecovery},
 			"remote servers in the field: session expiry (404), stream resumption (Last-Event-ID), credential refresh and needs-auth, Retry-After, refused connections"},
 		{ProfileConventions, []Capability{},
