@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/conformance/driver/drivertest"
 	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
+	"github.com/mcplife/mcplife/internal/fixturebuild"
 	"github.com/mcplife/mcplife/internal/fixturelink"
 	"github.com/mcplife/mcplife/internal/proctest"
 	"github.com/mcplife/mcplife/runtime/host"
@@ -93,8 +95,46 @@ func TestMain(m *testing.M) {
 	case "check-canned", "check-bad", "check-crash", "check-leaky":
 		os.Exit(serveCheckStandIn(os.Getenv(roleEnv)))
 	}
+	dir, err := os.MkdirTemp("", "harness-test-fixture-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fixtureDir = dir
 	// goleak (goroutines) plus a check that no process outlives the tests.
-	proctest.Main(m)
+	proctest.Main(removeAfter{m, dir})
+}
+
+// removeAfter runs the tests, then removes dir.
+type removeAfter struct {
+	m   *testing.M
+	dir string
+}
+
+func (r removeAfter) Run() int {
+	defer os.RemoveAll(r.dir)
+	return r.m.Run()
+}
+
+// fixtureDir holds the fixture program the package's tests share
+// (testFixture); TestMain removes it after the tests.
+var fixtureDir string
+
+var buildTestFixture = sync.OnceValues(func() (string, error) {
+	return fixturebuild.Build(context.Background(), fixtureDir)
+})
+
+// testFixture returns the fixture program built once for the package. A
+// `harness run` or `harness conformance` without -fixture builds its own
+// (matchingFixture: the same fixturebuild.Build, about 2.5 s of CPU, most
+// of it linking), which the package's twenty-odd such calls would repeat.
+func testFixture(t *testing.T) string {
+	t.Helper()
+	bin, err := buildTestFixture()
+	if err != nil {
+		t.Fatalf("building the fixture: %v", err)
+	}
+	return bin
 }
 
 // quietRaceExit re-executes a race-enabled binary (same pid) with
@@ -129,8 +169,21 @@ func exe(t *testing.T) string {
 	return p
 }
 
-// harness runs the CLI and returns its exit code, stdout and stderr.
+// harness runs the CLI and returns its exit code, stdout and stderr. A
+// `run` or `conformance` without -fixture runs the package's shared
+// fixture program (testFixture), built as its default would build it;
+// TestRunReferenceJSONAndJUnit runs the default itself (harnessDefault).
 func harness(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	if len(args) > 0 && (args[0] == "run" || args[0] == "conformance") && !slices.Contains(args, "-fixture") {
+		args = append([]string{args[0], "-fixture", testFixture(t)}, args[1:]...)
+	}
+	return harnessDefault(t, args...)
+}
+
+// harnessDefault runs the CLI as it is given, without a -fixture of the
+// tests': a `run` or `conformance` builds its fixture itself.
+func harnessDefault(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(args, &out, &errb)
@@ -140,8 +193,9 @@ func harness(t *testing.T, args ...string) (int, string, string) {
 func TestRunReferenceJSONAndJUnit(t *testing.T) {
 	dir := t.TempDir()
 	jf, xf := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.xml")
-	// No -era: both eras, legacy first.
-	code, out, errs := harness(t, "run", "-run", "^00[12]-", "-json", jf, "-junit", xf)
+	// No -era: both eras, legacy first. No -fixture: the fixture program
+	// the harness builds from the checkout (matchingFixture).
+	code, out, errs := harnessDefault(t, "run", "-run", "^00[12]-", "-json", jf, "-junit", xf)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}

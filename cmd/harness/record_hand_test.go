@@ -225,7 +225,7 @@ func TestRecordHandFaultRepro(t *testing.T) {
 	if err := faults.Build(ctx, root, bin, "./cmd/harness"); err != nil {
 		t.Fatalf("building the harness with the deliberate defects: %v", err)
 	}
-	cmd := exec.CommandContext(ctx, bin, "run", "-era", "legacy", "-dir", scen)
+	cmd := exec.CommandContext(ctx, bin, "run", "-fixture", testFixture(t), "-era", "legacy", "-dir", scen)
 	cmd.Env = append(os.Environ(), faults.Env+"=no-idle-watch", "GORACE=atexit_sleep_ms=0")
 	b, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(b), "0 passed, 2 failed") ||

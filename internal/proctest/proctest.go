@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"go.uber.org/goleak"
@@ -23,9 +22,15 @@ import (
 
 const prSetChildSubreaper = 36
 
+// M is what Main runs: a *testing.M, or a wrapper of one that does more
+// around the tests (such as removing what the package's tests shared).
+type M interface {
+	Run() int
+}
+
 // Main runs the tests of m, then verifies that no goroutine leaked and no
 // process is left, and exits.
-func Main(m *testing.M, opts ...goleak.Option) {
+func Main(m M, opts ...goleak.Option) {
 	// Orphans of our children become our children, so they can be seen.
 	syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	code := m.Run()
