@@ -143,10 +143,6 @@ func (c *Conn) Serve(ctx context.Context, in io.Reader, h Handlers) error {
 	if err := h.check(); err != nil {
 		return err
 	}
-	valid, err := NewValidator()
-	if err != nil {
-		return fmt.Errorf("driver: the protocol's schemas: %w", err)
-	}
 	c.mu.Lock()
 	if c.served {
 		c.mu.Unlock()
@@ -156,7 +152,8 @@ func (c *Conn) Serve(ctx context.Context, in io.Reader, h Handlers) error {
 	c.now = h.Now
 	c.mu.Unlock()
 	c.h = h
-	c.valid = valid
+	// The schemas of the methods called are compiled when first needed.
+	c.valid = shared
 	c.caps = map[Capability]bool{}
 	for _, k := range h.Capabilities {
 		c.caps[k] = true

@@ -52,23 +52,65 @@ func Schema(name string) ([]byte, error) {
 // Validator checks messages against the protocol's schemas. It is safe for
 // concurrent use.
 type Validator struct {
+	mu       sync.Mutex
 	resolved map[string]*jsonschema.Resolved
 }
 
+// shared is the process's validator. It compiles a schema when it is
+// first needed: a driver process checks the params of the few methods a
+// run calls, and compiling all forty schemas took about a quarter of the
+// CPU of a short-lived `harness driver` process. NewValidator compiles
+// every one at once.
+var shared = &Validator{resolved: map[string]*jsonschema.Resolved{}}
+
 var (
-	defaultValidator     *Validator
-	defaultValidatorErr  error
-	defaultValidatorOnce sync.Once
+	sharedAllErr  error
+	sharedAllOnce sync.Once
 )
 
 // NewValidator compiles every schema. The schemas are embedded, so an error
 // means the package itself is broken.
 func NewValidator() (*Validator, error) {
-	defaultValidatorOnce.Do(func() { defaultValidator, defaultValidatorErr = newValidator() })
-	return defaultValidator, defaultValidatorErr
+	sharedAllOnce.Do(func() {
+		files, err := fs.Glob(schemaFS, "schema/*.json")
+		if err != nil {
+			sharedAllErr = err
+			return
+		}
+		for _, f := range files {
+			if _, err := shared.schema(strings.TrimSuffix(path.Base(f), ".json")); err != nil {
+				sharedAllErr = err
+				return
+			}
+		}
+	})
+	if sharedAllErr != nil {
+		return nil, sharedAllErr
+	}
+	return shared, nil
 }
 
-func newValidator() (*Validator, error) {
+// schema returns the schema named name, compiled on first use.
+func (v *Validator) schema(name string) (*jsonschema.Resolved, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if rs, ok := v.resolved[name]; ok {
+		return rs, nil
+	}
+	if _, err := Schema(name); err != nil {
+		return nil, fmt.Errorf("no schema named %q", name)
+	}
+	rs, err := compile(name)
+	if err != nil {
+		return nil, err
+	}
+	v.resolved[name] = rs
+	return rs, nil
+}
+
+// compile loads the schema named name and resolves it, with the schemas
+// it refers to.
+func compile(name string) (*jsonschema.Resolved, error) {
 	load := func(name string) (*jsonschema.Schema, error) {
 		data, err := Schema(name)
 		if err != nil {
@@ -87,31 +129,22 @@ func newValidator() (*Validator, error) {
 		}
 		return load(strings.TrimSuffix(path.Base(u.Path), ".json"))
 	}
-	v := &Validator{resolved: map[string]*jsonschema.Resolved{}}
-	files, err := fs.Glob(schemaFS, "schema/*.json")
+	s, err := load(name)
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range files {
-		name := strings.TrimSuffix(path.Base(f), ".json")
-		s, err := load(name)
-		if err != nil {
-			return nil, err
-		}
-		rs, err := s.Resolve(&jsonschema.ResolveOptions{Loader: loader})
-		if err != nil {
-			return nil, fmt.Errorf("schema %s: %w", name, err)
-		}
-		v.resolved[name] = rs
+	rs, err := s.Resolve(&jsonschema.ResolveOptions{Loader: loader})
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
-	return v, nil
+	return rs, nil
 }
 
 // Validate checks one JSON document against the schema named name.
 func (v *Validator) Validate(name string, doc []byte) error {
-	rs, ok := v.resolved[name]
-	if !ok {
-		return fmt.Errorf("no schema named %q", name)
+	rs, err := v.schema(name)
+	if err != nil {
+		return err
 	}
 	var inst any
 	if err := json.Unmarshal(doc, &inst); err != nil {
