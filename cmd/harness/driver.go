@@ -35,7 +35,7 @@ func runDriver(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return fs.badUsage()
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	if *logLevel != "" {
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

@@ -329,7 +329,7 @@ func mcpClientRun(ctx context.Context, scenario, protocol, url string, verbose b
 		}
 		return os.LookupEnv(k)
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	if verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

@@ -40,8 +40,9 @@ type Conn struct {
 	shutdownTimeout time.Duration
 	maxLine         int
 
-	// flushHook, when set, waits until every event emitted so far has been
-	// written; finishHook, when set, runs once shutdown is complete. The
+	// flushHook, when set, returns once every event emitted so far has
+	// been written or is held to go out with the next line (lineWriter's
+	// hold); finishHook, when set, runs once shutdown is complete. The
 	// reference driver, whose events come asynchronously from a
 	// recorder, sets them.
 	flushHook  func()
@@ -676,12 +677,16 @@ func (c *Conn) shutdown() {
 	}
 	<-done
 	c.flush()
+	if err := c.out.sync(); err != nil {
+		c.log.Error("writing the last events", "error", err)
+	}
 	if c.finishHook != nil {
 		c.finishHook()
 	}
 }
 
-// flush waits until every event emitted so far has been written.
+// flush returns once every event emitted so far has been written or is
+// held to go out with the next line.
 func (c *Conn) flush() {
 	if c.flushHook != nil {
 		c.flushHook()

@@ -153,7 +153,8 @@ func (d *driver) shutdown(ctx context.Context) {
 	}
 }
 
-// flushEvents waits until every event emitted so far has been written.
+// flushEvents hands every event emitted so far to the writer: each is
+// written, or held to go out with the next line.
 func (d *driver) flushEvents() {
 	d.mu.Lock()
 	f := d.fwd

@@ -110,11 +110,17 @@ func levelOf(k Kind) slog.Level {
 
 // Events returns a copy of the recorded history: every event, or the latest
 // Limit of them when the recorder is bounded.
-func (r *Recorder) Events() []Event {
+func (r *Recorder) Events() []Event { return r.EventsAfter(0) }
+
+// EventsAfter returns a copy of the recorded events after sequence number
+// after, in order: those the history still holds. A reader that has seen
+// events up to after takes what it missed without copying the whole
+// history.
+func (r *Recorder) EventsAfter(after uint64) []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]Event, 0, len(r.events))
-	r.eachAfter(0, func(rec record) bool {
+	var out []Event
+	r.eachAfter(after, func(rec record) bool {
 		out = append(out, rec.event())
 		return true
 	})

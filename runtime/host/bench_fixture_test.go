@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -100,8 +102,14 @@ func BenchmarkStartup50WarmCache(b *testing.B) {
 	b.ReportMetric(float64(exposed), "tools-at-gate")
 }
 
-// BenchmarkMemoryPerStdioServer: heap held by the runtime per connected
-// stdio server.
+// BenchmarkMemoryPerStdioServer: what the runtime holds per connected
+// stdio server, after a GC: heap, goroutine stacks, goroutines and OS
+// threads (a thread blocked in a system call per server, as a blocking
+// waitid would be, costs its system stack too). Take one iteration per
+// process: Go keeps an OS thread once made, so a second iteration would
+// find the first one's threads idle and count none.
+//
+//	go test -run '^$' -bench MemoryPerStdioServer -benchtime 1x -count 5 ./runtime/host/
 func BenchmarkMemoryPerStdioServer(b *testing.B) {
 	const n = 20
 	dir := b.TempDir()
@@ -110,16 +118,38 @@ func BenchmarkMemoryPerStdioServer(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
+		goroutines, threads := runtime.NumGoroutine(), osThreads(b)
 		rt := benchRuntime(b, servers, "")
 		if _, err := rt.OpenSession(context.Background(), SessionOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-bytes/server")
-		b.ReportMetric(float64(runtime.NumGoroutine())/n, "goroutines/server")
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "heap-bytes/server")
+		b.ReportMetric(float64(int64(after.StackInuse)-int64(before.StackInuse))/n, "stack-bytes/server")
+		b.ReportMetric(float64(runtime.NumGoroutine()-goroutines)/n, "goroutines/server")
+		b.ReportMetric(float64(osThreads(b)-threads)/n, "threads/server")
 		rt.Close(context.Background())
 	}
+}
+
+// osThreads returns the number of OS threads of this process.
+func osThreads(b *testing.B) int {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(rest))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatal("no Threads line in /proc/self/status")
+	return 0
 }
 
 // BenchmarkExitToRelaunch: from SIGKILL of a stdio server to its

@@ -58,44 +58,70 @@ type connection struct {
 func closeSession(cs *mcp.ClientSession) { _ = cs.Close() }
 
 // watch waits for the connection to end and reports an unplanned end.
+//
+// go-sdk tells the end of a session only by returning from Wait, which
+// takes a goroutine. A stdio connection starts it once a read has failed
+// (strayTransport.readEnded: go-sdk ends a session only after its reads
+// end), so a live stdio server costs no goroutine for it.
 func (c *connection) watch() {
 	defer close(c.done)
 	ended := make(chan error, 1)
-	go func() { ended <- c.cs.Wait() }()
+	waiting := false
+	startWait := func() {
+		if !waiting {
+			waiting = true
+			go func() { ended <- c.cs.Wait() }()
+		}
+	}
+	var readEnded <-chan struct{}
+	if c.stray != nil {
+		readEnded = c.stray.readEnded
+	} else {
+		startWait()
+	}
 	var cause error
 	var procDone <-chan struct{}
 	if c.proc != nil {
 		procDone = c.proc.Done()
 	}
 	waited := false
-	select {
-	case err := <-ended:
-		waited = true
-		cause = err
-		if cause == nil {
-			cause = errors.New("connection closed by the server")
-		}
-		if c.proc != nil {
-			// Let the exit status name the cause when the process is gone.
-			select {
-			case <-c.proc.Done():
-				cause = fmt.Errorf("server process exited (%s)", c.proc.Exit())
-			default:
+wait:
+	for {
+		select {
+		case <-readEnded:
+			readEnded = nil
+			startWait()
+			continue
+		case err := <-ended:
+			waited = true
+			cause = err
+			if cause == nil {
+				cause = errors.New("connection closed by the server")
 			}
+			if c.proc != nil {
+				// Let the exit status name the cause when the process is gone.
+				select {
+				case <-c.proc.Done():
+					cause = fmt.Errorf("server process exited (%s)", c.proc.Exit())
+				default:
+				}
+			}
+		case <-procDone:
+			cause = fmt.Errorf("server process exited (%s)", c.proc.Exit())
+		case <-c.remote.boundFailed():
+			// go-sdk may not end the connection itself (inflight_http.go).
+			cause = fmt.Errorf("reading from the server failed: %w", c.remote.boundFailure())
+		case <-c.remote.listenEnded():
+			// A stateless connection has no GET stream whose end go-sdk
+			// would report: the listen stream's end says the server went
+			// away (listen.go).
+			cause = c.remote.listenFailure()
+		case <-c.closing:
+			startWait()
+			<-ended
+			return
 		}
-	case <-procDone:
-		cause = fmt.Errorf("server process exited (%s)", c.proc.Exit())
-	case <-c.remote.boundFailed():
-		// go-sdk may not end the connection itself (inflight_http.go).
-		cause = fmt.Errorf("reading from the server failed: %w", c.remote.boundFailure())
-	case <-c.remote.listenEnded():
-		// A stateless connection has no GET stream whose end go-sdk
-		// would report: the listen stream's end says the server went
-		// away (listen.go).
-		cause = c.remote.listenFailure()
-	case <-c.closing:
-		<-ended
-		return
+		break wait
 	}
 	cause = stdoutCause(c.proc, withReadFailure(cause, readFailure(c.proc, c.stray)))
 	cause = withReadFailure(cause, c.remote.boundFailure())
@@ -116,6 +142,7 @@ func (c *connection) watch() {
 		c.srv.rt.events.Emit(c.srv.name, event.ProcessExited, event.Int("pid", c.proc.PID()), event.String("status", procStatus(c.proc)), event.Bool("planned", planned)) // once reaped: the status as it was (issue 31)
 	}
 	if !waited {
+		startWait()
 		<-ended
 	}
 }

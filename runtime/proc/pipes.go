@@ -112,22 +112,3 @@ func (w *pipeWriter) Close() error {
 	w.closeOnce.Do(func() { w.closeErr = w.f.Close() })
 	return w.closeErr
 }
-
-// waitNoReap blocks until the process pid has exited, leaving it unreaped
-// (waitid with WEXITED|WNOWAIT).
-func waitNoReap(pid int) error {
-	const pPID = 1      // P_PID
-	var info [16]uint64 // siginfo_t is 128 bytes
-	for {
-		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid),
-			uintptr(unsafe.Pointer(&info)), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
-		switch errno {
-		case 0:
-			return nil
-		case syscall.EINTR:
-			continue
-		default:
-			return errno
-		}
-	}
-}

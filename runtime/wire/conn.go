@@ -38,28 +38,17 @@ type Transport struct {
 
 // Connect implements mcp.Transport. Call it once.
 func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
-	c := &conn{
-		r:        t.Stdout,
-		w:        t.Stdin,
-		incoming: make(chan readResult),
-		closed:   make(chan struct{}),
-	}
-	go c.readLoop()
-	return c, nil
+	return &conn{r: t.Stdout, w: t.Stdin, closed: make(chan struct{})}, nil
 }
 
-// readResult is one value of stdout, decoded.
-type readResult struct {
-	msgs []jsonrpc.Message
-	err  error
-}
-
-// conn is the mcp.Connection of a Transport.
+// conn is the mcp.Connection of a Transport. Read reads and decodes in the
+// caller's goroutine (go-sdk reads from one goroutine at a time): a
+// read-ahead goroutine would cost every connection a goroutine and every
+// message a hand-off between goroutines.
 type conn struct {
 	r *Reader
 	w io.WriteCloser
 
-	incoming chan readResult
 	closed   chan struct{}
 	close    sync.Once
 	closeErr error
@@ -68,28 +57,6 @@ type conn struct {
 	err   error             // the read error, once seen; only Read uses it
 
 	wmu sync.Mutex
-}
-
-// readLoop reads and decodes one message ahead of Read, until an error or
-// Close. It ends on its own when Close closes stdout.
-func (c *conn) readLoop() {
-	for {
-		var res readResult
-		raw, err := c.r.Next()
-		if err != nil {
-			res.err = err
-		} else {
-			res.msgs, res.err = decode(raw)
-		}
-		select {
-		case c.incoming <- res:
-		case <-c.closed:
-			return
-		}
-		if res.err != nil {
-			return
-		}
-	}
 }
 
 // decode decodes one message or a batch.
@@ -120,7 +87,10 @@ func decode(raw []byte) ([]jsonrpc.Message, error) {
 }
 
 // Read implements mcp.Connection. After Close it returns io.EOF; after a
-// read error, that error.
+// read error, that error. A read blocked on the server's stdout ends when
+// Close closes it; ctx is checked before the read, not during it (go-sdk
+// reads with a context that is never done, and ends its reads by closing
+// the connection).
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -137,24 +107,38 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case res := <-c.incoming:
-		if res.err != nil {
-			c.err = res.err
-			return nil, res.err
-		}
-		if len(res.msgs) > 1 {
-			// Not msgs[1:] when there is one: an empty slice of the array
-			// would keep msgs[0], a message of any size, reachable until
-			// the next batch (go-sdk's IOTransport keeps the last message
-			// that way).
-			c.queue = res.msgs[1:]
-		}
-		return res.msgs[0], nil
-	case <-c.closed:
+	if c.isClosed() {
 		return nil, io.EOF
+	}
+	raw, err := c.r.Next()
+	var msgs []jsonrpc.Message
+	if err == nil {
+		msgs, err = decode(raw)
+	}
+	if err != nil {
+		if c.isClosed() {
+			// Close interrupted the read: the error is the closed pipe's.
+			return nil, io.EOF
+		}
+		c.err = err
+		return nil, err
+	}
+	if len(msgs) > 1 {
+		// Not msgs[1:] when there is one: an empty slice of the array
+		// would keep msgs[0], a message of any size, reachable until the
+		// next batch (go-sdk's IOTransport keeps the last message that
+		// way).
+		c.queue = msgs[1:]
+	}
+	return msgs[0], nil
+}
+
+func (c *conn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
 	}
 }
 

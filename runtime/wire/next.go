@@ -6,12 +6,6 @@ import (
 	"io"
 )
 
-// shrinkBytes is the largest message buffer Next keeps for the next
-// message; a larger one (grown by one big message) is let go, so a server
-// that once sent 15 MiB does not keep 15 MiB of buffer for the rest of its
-// connection.
-const shrinkBytes = 64 << 10
-
 // Next returns the next JSON value on stdout, whole, in a slice of its own:
 // non-JSON lines are dropped (Options.OnNoise), list_changed notifications
 // that Options.Absorb takes are dropped, and Options.MaxMessageBytes
@@ -87,8 +81,9 @@ func (g *Reader) Next() ([]byte, error) {
 }
 
 // complete handles the value just finished in g.msg: an absorbed
-// notification is dropped (ok false); anything else is returned as a copy,
-// and a buffer grown past shrinkBytes is let go.
+// notification is dropped (ok false) and its buffer reused; anything else
+// is handed over, buffer and all, so that no copy is made and an idle
+// connection holds no message buffer.
 func (g *Reader) complete() (msg []byte, ok bool) {
 	if g.opts.Absorb != nil && len(g.msg) <= HoldBytes && g.msg[0] == '{' {
 		if m, isLC := ListChangedMethod(g.msg); isLC && g.opts.Absorb(m) {
@@ -98,12 +93,7 @@ func (g *Reader) complete() (msg []byte, ok bool) {
 			return nil, false
 		}
 	}
-	msg = bytes.Clone(g.msg)
-	if cap(g.msg) > shrinkBytes {
-		g.msg = nil
-	} else {
-		g.msg = g.msg[:0]
-	}
+	msg, g.msg = g.msg, nil
 	return msg, true
 }
 
