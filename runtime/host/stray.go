@@ -92,13 +92,19 @@ type strayConn struct {
 	flooded     bool                    // the server went past maxIncoming
 }
 
-// idRing remembers the last strayMemory ids put in it.
+// idRing remembers the last strayMemory ids put in it. It grows to
+// strayMemory as ids come, so the ring of a connection that made few
+// requests holds no more than those.
 type idRing struct {
-	ids  [strayMemory]jsonrpc.ID
+	ids  []jsonrpc.ID
 	next int
 }
 
 func (r *idRing) put(id jsonrpc.ID) {
+	if len(r.ids) < strayMemory {
+		r.ids = append(r.ids, id)
+		return
+	}
 	r.ids[r.next] = id
 	r.next = (r.next + 1) % strayMemory
 }

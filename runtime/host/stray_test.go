@@ -190,3 +190,41 @@ func BenchmarkStrayConn(b *testing.B) {
 		sc.Read(b.Context())
 	}
 }
+
+// TestIDRingRemembersTheLatest: the ring holds only the ids put in it until
+// it is full, then the last strayMemory of them: the oldest is forgotten
+// first, and a taken id is no longer there.
+func TestIDRingRemembersTheLatest(t *testing.T) {
+	id := func(n int) jsonrpc.ID {
+		v, err := jsonrpc.MakeID(float64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	var r idRing
+	for n := 1; n <= 3; n++ {
+		r.put(id(n))
+	}
+	if len(r.ids) != 3 {
+		t.Errorf("after 3 ids the ring holds %d slots, want 3", len(r.ids))
+	}
+	for n := 4; n <= strayMemory+1; n++ {
+		r.put(id(n))
+	}
+	if r.has(id(1)) {
+		t.Errorf("id 1 is still remembered after %d later ids", strayMemory)
+	}
+	for _, n := range []int{2, strayMemory / 2, strayMemory + 1} {
+		if !r.has(id(n)) {
+			t.Errorf("id %d, among the last %d, is forgotten", n, strayMemory)
+		}
+	}
+	if !r.take(id(2)) || r.has(id(2)) {
+		t.Errorf("a taken id is still there, or take did not find it")
+	}
+	r.put(id(strayMemory + 2)) // replaces the oldest slot: id 2's, already taken
+	if !r.has(id(3)) || !r.has(id(strayMemory+2)) {
+		t.Errorf("the ring lost an id it should hold")
+	}
+}
