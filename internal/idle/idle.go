@@ -32,7 +32,12 @@
 //     every event emitted before a response first). The window covers the
 //     short in-process steps that leave no trace (a timer's follow-up being
 //     scheduled); it grows with the round trips measured on this machine
-//     (25 times the slowest), so a loaded machine waits longer.
+//     (25 times the slowest), so a loaded machine waits longer;
+//   - no thread of the harness, the implementation or a fixture is on a
+//     CPU or waiting for one (or for a disk), looked at before the barrier
+//     and again a tick after it: the barrier's answer can overtake work
+//     in flight inside the implementation (a process just reaped, its exit
+//     not yet reported), which on a starved machine leaves no other trace.
 //
 // On the real clock the same rules decide idleness for an implementation
 // whose driver lists its pending timers (capability pending-timers,
@@ -339,6 +344,22 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 		}
 		if s := src.observe(); s != last || src.busy(ctx, time.Since(since)) != "" {
 			last, since = s, time.Now()
+			continue
+		}
+		// Once more, a tick after the barrier: work its answer overtook
+		// (a server process just reaped whose exit is not reported yet, on
+		// a starved machine) shows as a change or as threads on a CPU, once
+		// those that only answered the barrier have parked.
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if s := src.observe(); s != last {
+			last, since = s, time.Now()
+			continue
+		}
+		if proctest.Working() != "" {
 			continue
 		}
 		if src.RealTimers && src.Client != nil {
