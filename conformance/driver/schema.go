@@ -56,38 +56,28 @@ type Validator struct {
 	resolved map[string]*jsonschema.Resolved
 }
 
-// shared is the process's validator. It compiles a schema when it is
+// newLazyValidator returns a Validator that compiles a schema when it is
 // first needed: a driver process checks the params of the few methods a
 // run calls, and compiling all forty schemas took about a quarter of the
-// CPU of a short-lived `harness driver` process. NewValidator compiles
-// every one at once.
-var shared = &Validator{resolved: map[string]*jsonschema.Resolved{}}
-
-var (
-	sharedAllErr  error
-	sharedAllOnce sync.Once
-)
+// CPU of a short-lived `harness driver` process.
+func newLazyValidator() *Validator {
+	return &Validator{resolved: map[string]*jsonschema.Resolved{}}
+}
 
 // NewValidator compiles every schema. The schemas are embedded, so an error
 // means the package itself is broken.
 func NewValidator() (*Validator, error) {
-	sharedAllOnce.Do(func() {
-		files, err := fs.Glob(schemaFS, "schema/*.json")
-		if err != nil {
-			sharedAllErr = err
-			return
-		}
-		for _, f := range files {
-			if _, err := shared.schema(strings.TrimSuffix(path.Base(f), ".json")); err != nil {
-				sharedAllErr = err
-				return
-			}
-		}
-	})
-	if sharedAllErr != nil {
-		return nil, sharedAllErr
+	v := newLazyValidator()
+	files, err := fs.Glob(schemaFS, "schema/*.json")
+	if err != nil {
+		return nil, err
 	}
-	return shared, nil
+	for _, f := range files {
+		if _, err := v.schema(strings.TrimSuffix(path.Base(f), ".json")); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
 }
 
 // schema returns the schema named name, compiled on first use.
@@ -106,6 +96,14 @@ func (v *Validator) schema(name string) (*jsonschema.Resolved, error) {
 	}
 	v.resolved[name] = rs
 	return rs, nil
+}
+
+// warm compiles the schemas named; one that does not compile is reported
+// when a message is validated against it.
+func (v *Validator) warm(names ...string) {
+	for _, name := range names {
+		_, _ = v.schema(name)
+	}
 }
 
 // compile loads the schema named name and resolves it, with the schemas
