@@ -295,6 +295,46 @@ var _ = Spec(Requirement{
 	h.Verify(Journal, j.Count("session-expired") >= 1 && j.Count("initialize") >= 2, "the server answered 404 for the old session, and a new one was initialized", "%d session-expired, %d initialize", j.Count("session-expired"), j.Count("initialize"))
 })
 
+// probeBound is how soon after the start a call to a server that ignores
+// requests it does not know must answer (FIELD-PROBE-001). A client that
+// asks server/discover first and waits out a timeout for its answer takes
+// that timeout on every connect (mcp-go 5 s); one that tells the silence
+// of such a server from a server still starting answers in a fraction of
+// a second. 2.5 s keeps several times the slack a loaded machine needs and
+// stays below the shortest discover timeout seen (3 s).
+const probeBound = 2500 * time.Millisecond
+
+var _ = Spec(Requirement{
+	ID: "FIELD-PROBE-001", Level: Should, Profile: ProfileField, Area: "connect", Eras: Legacy,
+	Statement: "An implementation SHOULD connect a stdio server of the handshake era that never answers requests it does not know (server/discover among them), and answer a call to it, within 2.5 s of starting.",
+	Source:    Source{"issue 27", "a server that ignores requests it does not know: a client that probes server/discover first must still connect promptly (mcp-go waits out a 5 s discover timeout on every connect)"},
+}, func(h *H) {
+	started := time.Now()
+	rep := h.fieldStartServers(map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_IGNORE_UNKNOWN_METHODS": "1"})})
+	echo, listed := h.exposedWithin("fx", "echo", started, fieldBound)
+	answered, took, outcome := false, time.Since(started), "the tool was never listed"
+	if echo != "" {
+		r, _, ok := h.timedCall(echo, map[string]any{"text": "prompt"}, fieldBound)
+		answered, took, outcome = succeeded(r, ok, "prompt"), time.Since(started), outcomeOf(r, ok)
+	}
+	j := h.Journal("fx")
+	if answered {
+		j = h.AwaitJournalFunc("fx", "the call's end", func(j JournalEntries) bool { return len(j.Where("call-end", "tool", "echo")) > 0 })
+	}
+	var ignored []string
+	for _, e := range j.Where("received", "ignored", "true") {
+		ignored = append(ignored, e.Str("method"))
+	}
+	unanswered := "no request left unanswered"
+	if len(ignored) > 0 {
+		unanswered = "left unanswered: " + strings.Join(ignored, ", ")
+	}
+	h.Measure("first call %s %s after the start (%s; %d launches)%s", outcome, seconds(took), unanswered, len(j.Launches()), openError(rep, "fx"))
+	h.Verify(Response, echo != "", "the server's tools are listed", "%d tools listed%s", listed, openError(rep, "fx"))
+	h.Verify(Response, answered && took < probeBound, "a call answers within 2.5 s of the start", "%s after %s (%s)", outcome, seconds(took), unanswered)
+	h.Verify(Journal, len(j.Where("call-end", "tool", "echo")) == 1, "the server served that call", "%d echo calls in its journal", len(j.Where("call-end", "tool", "echo")))
+})
+
 var _ = Spec(Requirement{
 	ID: "FIELD-UNAVAILABLE-001", Level: Should, Profile: ProfileField, Area: "http", Eras: Both,
 	Statement: "An implementation SHOULD connect a streamable HTTP server that answered its first request 503 with Retry-After: 1 and then serves, and answer a call to it within 10 s of starting.",

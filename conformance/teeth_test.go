@@ -253,6 +253,8 @@ var teeth = []teethRow{
 		"FIELD-UNAVAILABLE-001", nil},
 	{"lost-shown-connecting", "a lost connection leaves the server shown connecting and nothing reconnects: calls wait for their timeout",
 		"FIELD-EXIT-001", []string{"SEC-STDOUT-001"}},
+	{"discover-no-ping", "a server that read server/discover and left it unanswered is never pinged: the runtime waits out the probe timeout before it takes it for a handshake-era server",
+		"FIELD-PROBE-001", nil},
 }
 
 // racyTeeth lists, per variant, the requirements whose outcome under the

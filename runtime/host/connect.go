@@ -114,12 +114,13 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 		return nil, nil, "", "", rt.connectFailed(s, failedAttempt{ctx: tctx, err: err, proc: p, remote: rc})
 	}
 	stray, _ := transport.(*strayTransport) // before the discover watch wraps it
-	// A server/discover left unanswered past the probe timeout is answered
-	// by the runtime and the handshake goes on (discoverWatch; stdio only:
-	// over HTTP the status of the reply tells the eras apart).
+	// A server/discover the server will not answer is answered by the
+	// runtime and the handshake goes on (discoverWatch; stdio only: over
+	// HTTP the status of the reply tells the eras apart).
 	var dw *discoverWatch
 	if p != nil && IsModern(version) && !s.learned(version) {
 		dw = &discoverWatch{inner: transport, clock: rt.clock, timeout: rt.opts.ProbeTimeout,
+			step: discoverStep(rt.opts.ProbeTimeout), unread: p.StdinUnread,
 			expired: func() { s.learnProtocol(ProtocolLegacy, FallbackDiscoverUnanswered) }}
 		transport = dw
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -112,29 +113,82 @@ func fallbackFor(version, pin string, err error) (next, reason string) {
 	return "", ""
 }
 
-// discoverWatch bounds go-sdk's server/discover on a stdio connection by
-// the probe timeout, on the runtime's clock: go-sdk waits for a discover
-// reply as long as its context lives, and a server that ignores unknown
-// methods never sends one. When the timeout passes first, the watch hands
-// go-sdk a method-not-found reply of its own, so go-sdk goes on with
-// initialize on the same connection, and drops the server's own reply if
-// it comes later; expired is called (it reports the fallback). The same
-// process goes on (the revision suggests a new one): a server still
-// starting looks the same as one ignoring discover, and a new process
-// would start it again from nothing.
+// discoverWatch bounds go-sdk's server/discover on a stdio connection: go-sdk
+// waits for a discover reply as long as its context lives, and a
+// handshake-era server that ignores unknown methods never sends one. When
+// the watch decides the server will not answer, it hands go-sdk a
+// method-not-found reply of its own, so go-sdk goes on with initialize on
+// the same connection, and drops the server's own reply if it comes later;
+// expired is called (it reports the fallback). The same process goes on
+// (the revision suggests a new one): a new process would start the server
+// again from nothing.
+//
+// The decision rests on evidence where the pipe tells it (unread, from
+// proc.Process.StdinUnread), looked at every step on the runtime's clock:
+//   - the server has not read all that was written to it: it is still
+//     starting (or busy with discover, if it reads one request at a time),
+//     and the watch waits on; the connect timeout bounds that wait, as it
+//     bounds an initialize nobody reads;
+//   - it has read discover and not answered: the watch sends it two
+//     requests under ids of the runtime's own, whose answers go-sdk never
+//     sees: a request of a method nobody defines (discoverProbeMethod),
+//     which a server that follows JSON-RPC refuses with method-not-found,
+//     then a ping, which the handshake era allows before initialize. A
+//     server that answers the ping while the unknown method and discover
+//     still wait reads and answers requests and ignores what it does not
+//     know: the watch decides at once. One that answers the unknown
+//     method answers what it does not know, so its discover answer is
+//     coming (a server that handles requests side by side and is slow
+//     with discover): the watch waits on, bounded by the connect timeout;
+//   - it has read them and answered none for timeout (the probe timeout)
+//     since the discover: the watch decides as it always did.
+//
+// Without unread (a transport whose pipe cannot be asked) the watch
+// decides when timeout passes, as before.
 type discoverWatch struct {
 	inner   mcp.Transport
 	clock   clock.Clock
 	timeout time.Duration
+	// step is how often the watch looks at the pipe (discoverStep).
+	step time.Duration
+	// unread reports how many bytes written to the server it has not read
+	// yet; ok false when that cannot be told. nil: never known.
+	unread  func() (n int, ok bool)
 	expired func()
 
-	inject  chan jsonrpc.Message // the reply made up at the timeout
+	inject  chan jsonrpc.Message // the reply made up when the watch decides
+	conn    mcp.Connection       // the inner connection, for the ping
+	ctx     context.Context      // Connect's context, for the ping's write
+	pingID  jsonrpc.ID
 	mu      sync.Mutex
 	id      jsonrpc.ID // the discover request's id, once written
+	sentAt  time.Time  // when it was written, on the clock
 	timer   clock.Timer
-	settled bool // answered, expired, stopped, or another request came first
-	expire  bool // the timeout passed first
-	late    bool // after the timeout, the server answered discover itself, with a result
+	pinged  bool // the unknown method and the ping were written
+	probeID jsonrpc.ID
+	// probeAnswered: the server answered the unknown method (refused it).
+	probeAnswered bool
+	// settled: answered, expired, stopped, or another request came first.
+	settled bool
+	expire  bool // the watch decided before the server answered discover
+	late    bool // after that, the server answered discover itself, with a result
+	// pingAnswered: the server answered the ping while discover waited.
+	pingAnswered bool
+}
+
+// The watch's own requests: their ids are strings, where go-sdk's request
+// ids are numbers.
+const (
+	discoverPingID  = "mcplife-discover-ping"
+	discoverProbeID = "mcplife-discover-probe"
+	// discoverProbeMethod is a method no revision defines.
+	discoverProbeMethod = "mcplife/probe-unknown-method"
+)
+
+// discoverStep is how often a discoverWatch with a pipe to look at looks:
+// a tenth of the probe timeout (300 ms by default), at least 10 ms.
+func discoverStep(probeTimeout time.Duration) time.Duration {
+	return max(probeTimeout/10, 10*time.Millisecond)
 }
 
 func (w *discoverWatch) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -142,7 +196,16 @@ func (w *discoverWatch) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.pingID, err = jsonrpc.MakeID(discoverPingID)
+	if err == nil {
+		w.probeID, err = jsonrpc.MakeID(discoverProbeID)
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("discover watch: %w", err)
+	}
 	w.inject = make(chan jsonrpc.Message, 1)
+	w.conn, w.ctx = c, ctx
 	return &discoverConn{Connection: c, w: w}, nil
 }
 
@@ -161,24 +224,52 @@ func (w *discoverWatch) sent(req *jsonrpc.Request) {
 		return
 	}
 	w.id = req.ID
-	w.timer = w.clock.AfterFunc(w.timeout, w.fire)
+	w.sentAt = w.clock.Now()
+	first := w.timeout
+	if w.unread != nil {
+		first = w.step
+	}
+	w.timer = w.clock.AfterFunc(first, w.fire)
 }
 
-// drop tells whether msg, read from the server, is the discover reply the
-// watch already made up; a first reply to discover settles the watch.
+// drop tells whether msg, read from the server, is to be kept from go-sdk:
+// the reply to the watch's ping, or the discover reply the watch already
+// made up. A first reply to discover settles the watch; a reply to the
+// ping while discover waits decides it.
 func (w *discoverWatch) drop(msg jsonrpc.Message) bool {
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
 		return false
 	}
 	w.mu.Lock()
+	if w.timer == nil {
+		w.mu.Unlock()
+		return false
+	}
+	if w.pinged && resp.ID == w.probeID {
+		w.probeAnswered = true
+		w.mu.Unlock()
+		return true
+	}
+	if w.pinged && resp.ID == w.pingID {
+		decided := !w.settled && !w.probeAnswered
+		if decided {
+			w.pingAnswered = true
+			w.expireLocked()
+		}
+		w.mu.Unlock()
+		if decided {
+			w.expired()
+		}
+		return true
+	}
 	defer w.mu.Unlock()
-	if w.timer == nil || resp.ID != w.id {
+	if resp.ID != w.id {
 		return false
 	}
 	if w.expire {
 		// Late: go-sdk already has the reply made up. A result means a
-		// server of the stateless revision that was only slow to start.
+		// server of the stateless revision that was only slow to answer.
 		w.late = w.late || resp.Error == nil
 		return true
 	}
@@ -189,19 +280,61 @@ func (w *discoverWatch) drop(msg jsonrpc.Message) bool {
 	return false
 }
 
+// fire is the watch's look at the server (see discoverWatch).
 func (w *discoverWatch) fire() {
 	w.mu.Lock()
 	if w.settled {
 		w.mu.Unlock()
 		return
 	}
-	w.settled, w.expire = true, true
-	// Under the lock (inject has room for it): a Read that finds the watch
-	// settled finds the reply waiting too.
-	w.inject <- &jsonrpc.Response{ID: w.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-		Message: "server/discover unanswered within the probe timeout (mcplife): going on with initialize"}}
+	ping := false
+	if w.unread != nil {
+		n, ok := w.unread()
+		switch {
+		case !ok:
+			// Cannot tell any more: decide as without a pipe.
+		case n > 0:
+			// Not read yet: still starting, or busy with discover.
+			w.timer = w.clock.AfterFunc(w.step, w.fire)
+			w.mu.Unlock()
+			return
+		case !w.pinged:
+			w.pinged, ping = true, true
+		case w.probeAnswered || w.clock.Since(w.sentAt) < w.timeout:
+			w.timer = w.clock.AfterFunc(w.step, w.fire)
+			w.mu.Unlock()
+			return
+		}
+	}
+	if ping {
+		w.timer = w.clock.AfterFunc(w.step, w.fire)
+		w.mu.Unlock()
+		// A failed write is no evidence either way: the server's exit
+		// ends the try, or the probe timeout decides.
+		if w.conn.Write(w.ctx, &jsonrpc.Request{ID: w.probeID, Method: discoverProbeMethod, Params: json.RawMessage(`{}`)}) == nil {
+			_ = w.conn.Write(w.ctx, &jsonrpc.Request{ID: w.pingID, Method: "ping", Params: json.RawMessage(`{}`)})
+		}
+		return
+	}
+	w.expireLocked()
 	w.mu.Unlock()
 	w.expired()
+}
+
+// expireLocked decides that the server will not answer discover: go-sdk
+// gets the made-up reply.
+func (w *discoverWatch) expireLocked() {
+	w.settled, w.expire = true, true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	// Under the lock (inject has room for it): a Read that finds the watch
+	// settled finds the reply waiting too.
+	msg := "server/discover unanswered within the probe timeout (mcplife): going on with initialize"
+	if w.pingAnswered {
+		msg = "server/discover unanswered while the server answered a ping sent after it and ignored a method it does not know (mcplife): going on with initialize"
+	}
+	w.inject <- &jsonrpc.Response{ID: w.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: msg}}
 }
 
 // answeredLate tells whether the server answered discover with a result

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,14 +19,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// slowDualEnv makes the test binary a stdio server of both eras that is
-// slower to start than the probe timeout, the way a go-sdk server started
-// through npx is: on its first launch it answers server/discover only once
-// the next request has arrived (the runtime sends initialize after its own
-// probe timeout), with a result, and then refuses that initialize as go-sdk
-// does after a discover ("duplicate "initialize" received"). Later launches
-// answer discover at once. The variable's value is a directory for the
-// launch counter.
+// slowDualEnv makes the test binary a stdio server of both eras that answers
+// server/discover late, the way a server of both eras does that reads its
+// first request before it is ready for it: on its first launch it reads
+// server/discover and the runtime's ping and answers neither; it answers
+// the discover, with a result, only once initialize has arrived, and then
+// refuses that initialize as go-sdk does after a discover ("duplicate
+// "initialize" received"). Later launches answer discover at once. The
+// variable's value is a directory for the launch counter; on the first
+// launch the server writes a line to the FIFO "progress" in it for each
+// request it read ("server/discover", "ping"), so that a test moves its
+// clock only once the server has got that far.
 const slowDualEnv = "MCPLIFE_HOST_TEST_SLOW_DUAL"
 
 // serveSlowDual runs the slow dual-era server on stdin and stdout.
@@ -43,6 +47,15 @@ func serveSlowDual(dir string) error {
 	}
 	const discovered = `{"supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{"tools":{}},"serverInfo":{"name":"slow-dual","version":"1"}}`
 	var held json.RawMessage // the first launch's discover, unanswered
+	var progress *os.File
+	if launch == 1 {
+		f, err := os.OpenFile(filepath.Join(dir, "progress"), os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		progress = f
+	}
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -52,6 +65,14 @@ func serveSlowDual(dir string) error {
 		}
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil || req.ID == nil {
 			continue // notifications
+		}
+		if progress != nil && (req.Method == "server/discover" || req.Method == "ping") {
+			if _, err := fmt.Fprintln(progress, req.Method); err != nil {
+				return err
+			}
+		}
+		if launch == 1 && req.Method == "ping" {
+			continue // read, never answered
 		}
 		if held != nil {
 			if err := reply(held, discovered); err != nil {
@@ -85,19 +106,23 @@ func serveSlowDual(dir string) error {
 	return sc.Err()
 }
 
-// TestLateDiscoverOfDualEraServer: a server of both eras that answers
-// server/discover only after the probe timeout, and then refuses the
-// initialize the runtime went on with, connects in the same attempt: the
-// runtime stops that process and asks the stateless revision of a new one
+// TestLateDiscoverOfDualEraServer: a server of both eras that reads
+// server/discover and the ping after it, answers neither for the probe
+// timeout, and then answers discover and refuses the initialize the runtime
+// went on with, connects in the same attempt: the runtime stops that
+// process and asks the stateless revision of a new one
 // (server.protocol_fallback reason initialize-refused), no longer bounding
-// its discover by the probe timeout. Nothing fails and no restart is
-// scheduled.
+// its discover. Nothing fails and no restart is scheduled.
 func TestLateDiscoverOfDualEraServer(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
+	fifo := filepath.Join(state, "progress")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
 		b, _ := json.Marshal(map[string]any{"command": exe, "env": map[string]string{slowDualEnv: state, "GORACE": "atexit_sleep_ms=0"}})
 		return map[string]json.RawMessage{"fx": b}
@@ -107,9 +132,32 @@ func TestLateDiscoverOfDualEraServer(t *testing.T) {
 		_, err := e.rt.OpenSession(t.Context(), SessionOptions{})
 		opened <- err
 	}()
-	// The discover is held: its probe timeout is pending.
 	ctx := t.Context()
-	if err := e.clock.WaitFor(ctx, func(p []time.Duration) bool { return slices.Contains(p, DefaultProbeTimeout) }); err != nil {
+	// Opening blocks until the first launch opens its end for writing.
+	pf, err := os.OpenFile(fifo, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	progress := bufio.NewScanner(pf)
+	read := func(want string) {
+		t.Helper()
+		if !progress.Scan() || progress.Text() != want {
+			t.Fatalf("server progress %q (%v), want %q", progress.Text(), progress.Err(), want)
+		}
+	}
+	step := discoverStep(DefaultProbeTimeout)
+	stepPending := func(p []time.Duration) bool { return slices.Contains(p, step) }
+	// The server has read discover: the watch's next look sends the ping.
+	read("server/discover")
+	if err := e.clock.WaitFor(ctx, stepPending); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(step)
+	// It has read the ping too and answers neither: once the probe timeout
+	// has passed since the discover, the watch decides.
+	read("ping")
+	if err := e.clock.WaitFor(ctx, stepPending); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(DefaultProbeTimeout)

@@ -118,12 +118,12 @@ func renderEras(t *testing.T) string {
 	row("asked first, when neither the server's `protocolVersion` nor `Options.ProtocolVersion` names a version",
 		strings.Join(asked[false], ", "), strings.Join(asked[true], ", "))
 	row("first requests of a connection", "`initialize`, `notifications/initialized`",
-		"`server/discover` (version, client info and capabilities in its `_meta`, as in every request), bounded by `ProbeTimeout` on stdio")
+		"`server/discover` (version, client info and capabilities in its `_meta`, as in every request), on stdio watched every tenth of `ProbeTimeout` while the server has read it and not answered: a request of an unknown method and a ping then tell a handshake-era server that ignores it")
 	row("connected means", "the handshake and `tools/list` (all pages) succeeded",
 		"`server/discover` named the version and `tools/list` (all pages) succeeded; no session state on either side")
 	row("health probe after a tool timeout", probe(ProtocolLegacy)+" (ping-less servers: tools/list)", probe(ProtocolModern))
 	row("fallback into this era (`server.protocol_fallback`)",
-		fmt.Sprintf("`reason=%s`: a stdio server left `server/discover` unanswered for `ProbeTimeout`; the runtime answers it method-not-found itself and go-sdk sends `initialize` in the same process (a late reply is dropped; when that handshake fails too, the server is not remembered as handshake-era: a modern server stuck in discover). "+
+		fmt.Sprintf("`reason=%s`: a stdio server read `server/discover` and left it unanswered while it answered the ping the runtime sent after it and ignored an unknown method (or answered none of them for `ProbeTimeout`); the runtime answers it method-not-found itself and go-sdk sends `initialize` in the same process (a late reply is dropped; when that handshake fails too, the server is not remembered as handshake-era: a modern server stuck in discover). "+
 			"`reason=%s`: an http server answered `server/discover` without the revision (400, 404 or 405, a JSON-RPC error, or versions without %s) and go-sdk sent `initialize` on the same connection; a discover that got no answer about the era (unreachable, 429/5xx after Retry-After, a rejected credential) fails the attempt instead",
 			FallbackDiscoverUnanswered, FallbackDiscoverRefused, ProtocolModern),
 		fmt.Sprintf("`reason=%s`: `initialize` refused with UnsupportedProtocolVersionError naming %s (not when the config pins the handshake version); a new connection asks it", whyModern, toModern))

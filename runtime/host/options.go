@@ -75,11 +75,12 @@ type Options struct {
 	// session start until they settle (seed 000's default).
 	LateRegistration bool
 	// ProtocolVersion is the MCP protocol version requested first; a
-	// server's protocolVersion overrides it. Unset, stdio servers are asked
-	// 2026-07-28 (server/discover; a handshake-era server gets initialize
-	// in the same process, or in a new one when it ignores discover) and
-	// http and sse servers 2025-11-25; a modern-only server that refuses
-	// initialize is asked 2026-07-28 (docs/LIFECYCLE.md, "Protocol eras").
+	// server's protocolVersion overrides it. Unset, stdio and streamable
+	// HTTP servers are asked 2026-07-28 (server/discover; a handshake-era
+	// server gets initialize on the same connection, also one that ignores
+	// discover) and sse servers 2025-11-25; a modern-only server that
+	// refuses initialize is asked 2026-07-28 (docs/LIFECYCLE.md, "Protocol
+	// eras").
 	ProtocolVersion string
 	// ToolTimeout is the default per-call timeout when a server sets none
 	// (5 min).

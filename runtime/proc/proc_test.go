@@ -796,3 +796,30 @@ func rawStdout(p *Process) io.Reader {
 	p.Transport()
 	return p.stdout
 }
+
+func TestStdinUnread(t *testing.T) {
+	// The child reads one line, says so, and then reads nothing more until
+	// stdin closes.
+	p := start(t, sh(`read -r line; echo "{\"read\":\"$line\"}"; sleep 30 & wait`), nil)
+	tr := p.IOTransport()
+	if n, ok := p.StdinUnread(); !ok || n != 0 {
+		t.Fatalf("before any write: StdinUnread = %d, %v; want 0, true", n, ok)
+	}
+	if _, err := tr.Writer.Write([]byte("first\nsecond-line\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Once the child said it read its line, the rest is still in the pipe
+	// (sh's read takes a byte at a time from a pipe).
+	r := bufio.NewReader(tr.Reader)
+	line, err := r.ReadString('\n')
+	if err != nil || line != "{\"read\":\"first\"}\n" {
+		t.Fatalf("stdout = %q, %v", line, err)
+	}
+	if n, ok := p.StdinUnread(); !ok || n != len("second-line\n") {
+		t.Fatalf("after the child read one line: StdinUnread = %d, %v; want %d, true", n, ok, len("second-line\n"))
+	}
+	tr.Writer.Close()
+	if _, ok := p.StdinUnread(); ok {
+		t.Fatal("after stdin closed: StdinUnread ok = true, want false")
+	}
+}
