@@ -190,9 +190,76 @@ func (hp *httpProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if !hp.apply(ctx, w, r, &m) {
 				return
 			}
+			if m.Method == "server/discover" && m.isRequest() && hp.eng.jw != nil {
+				// The one response the proxy reads: the era the server
+				// offers.
+				cw := &captureWriter{ResponseWriter: w}
+				hp.rp.ServeHTTP(cw, r)
+				answer, why := cw.answer(m.key())
+				hp.eng.journalDiscover(m.protocolVersion(), answer, why)
+				return
+			}
 		}
 	}
 	hp.rp.ServeHTTP(w, r)
+}
+
+// maxCapture bounds how much of a server/discover response the HTTP proxy
+// keeps to journal it.
+const maxCapture = 64 << 10
+
+// captureWriter forwards a response and keeps its status and the start of
+// its body.
+type captureWriter struct {
+	http.ResponseWriter
+	status int
+	buf    bytes.Buffer
+}
+
+func (c *captureWriter) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status = status
+	}
+	c.ResponseWriter.WriteHeader(status)
+}
+
+func (c *captureWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	if n := maxCapture - c.buf.Len(); n > 0 {
+		c.buf.Write(b[:min(n, len(b))])
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+// Flush passes a flush on (streams are flushed at once).
+func (c *captureWriter) Flush() { _ = http.NewResponseController(c.ResponseWriter).Flush() }
+
+// Unwrap returns the writer underneath, for http.ResponseController.
+func (c *captureWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// answer returns the JSON-RPC response to the request with id key that
+// the captured body holds (plain JSON, or an SSE event's data line), or
+// the reason there is none: an HTTP error status, or no answer.
+func (c *captureWriter) answer(key string) (*message, string) {
+	if c.status >= 300 {
+		return nil, fmt.Sprintf("HTTP %d", c.status)
+	}
+	body := c.buf.Bytes()
+	if m, ok := parseMessage(body); ok && m.isResponse() && m.key() == key {
+		return &m, ""
+	}
+	for line := range bytes.SplitSeq(body, []byte("\n")) {
+		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:"))
+		if !ok {
+			continue
+		}
+		if m, ok := parseMessage(bytes.TrimSpace(data)); ok && m.isResponse() && m.key() == key {
+			return &m, ""
+		}
+	}
+	return nil, "no answer"
 }
 
 // apply runs the rule for m; false when the request has been dealt with.
@@ -212,7 +279,7 @@ func (hp *httpProxy) apply(ctx context.Context, w http.ResponseWriter, r *http.R
 			return false
 		}
 		released := make(chan bool, 1)
-		hp.eng.hold(m.key(), m.Method, m.tool(), func(cancelled bool) { released <- cancelled })
+		hp.eng.hold(m, func(cancelled bool) { released <- cancelled })
 		select {
 		case cancelled := <-released:
 			if cancelled {
