@@ -61,7 +61,14 @@ type httpProxy struct {
 
 	mu      sync.Mutex
 	streams map[*http.Request]context.CancelFunc
+	// exitOnIdle holds the exit rules with on=reply whose request a
+	// connection is answering: the proxy exits once that connection has
+	// written the whole reply (it goes idle or closes).
+	exitOnIdle map[net.Conn]Rule
 }
+
+// connKey is the context key of the client's connection.
+type connKey struct{}
 
 // RunHTTP serves a proxy in front of an HTTP MCP server until a rule ends
 // it, a signal arrives or ctx is done. Rules apply to the JSON-RPC message
@@ -69,7 +76,8 @@ type httpProxy struct {
 // tool-error answer in the POST response (streamable HTTP; a legacy SSE
 // client expects answers on its stream, so there they act as a hang); drop
 // closes every open request and stream; exit closes the listener and
-// returns the rule's code. Responses are forwarded unparsed (streams are
+// returns the rule's code (with on=reply, once the connection that carried
+// the request has written the whole POST response). Responses are forwarded unparsed (streams are
 // flushed at once), so the journal records the client's side only.
 func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 	target, err := url.Parse(opts.Upstream)
@@ -123,7 +131,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 			return 2, err
 		}
 	}
-	hp := &httpProxy{eng: eng, streams: map[*http.Request]context.CancelFunc{}}
+	hp := &httpProxy{eng: eng, streams: map[*http.Request]context.CancelFunc{}, exitOnIdle: map[net.Conn]Rule{}}
 	if loopback {
 		_, hp.port, _ = net.SplitHostPort(ln.Addr().String())
 	}
@@ -134,7 +142,10 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 		FlushInterval: -1,
 		ErrorLog:      slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
 	}
-	srv := &http.Server{Handler: hp, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: hp, ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+		ConnState:   hp.connState,
+	}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -316,6 +327,13 @@ func (hp *httpProxy) apply(ctx context.Context, w http.ResponseWriter, r *http.R
 		_, _ = w.Write(line)
 		return false
 	case Exit:
+		if c, ok := ctx.Value(connKey{}).(net.Conn); ok && rule.OnReply && m.isRequest() {
+			// Forwarded; the exit follows the reply (connState).
+			hp.mu.Lock()
+			hp.exitOnIdle[c] = rule
+			hp.mu.Unlock()
+			return true
+		}
 		hp.eng.exit(rule.Code, "fault")
 		hp.closeConn(w)
 		return false
@@ -326,6 +344,22 @@ func (hp *httpProxy) apply(ctx context.Context, w http.ResponseWriter, r *http.R
 		return false
 	}
 	return true
+}
+
+// connState fires the exit of an on=reply rule once the connection that
+// answers its request has written the whole reply: it is idle again, or
+// closed.
+func (hp *httpProxy) connState(c net.Conn, state http.ConnState) {
+	if state != http.StateIdle && state != http.StateClosed && state != http.StateHijacked {
+		return
+	}
+	hp.mu.Lock()
+	rule, ok := hp.exitOnIdle[c]
+	delete(hp.exitOnIdle, c)
+	hp.mu.Unlock()
+	if ok {
+		hp.eng.exit(rule.Code, "fault")
+	}
 }
 
 // dropAll ends every open request and stream.

@@ -3,6 +3,7 @@ package mcpproxy_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,53 +24,8 @@ import (
 // the handshake era.
 func TestHTTPModernUpstream(t *testing.T) {
 	dir := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	portFile := filepath.Join(dir, "fx.addr")
-	fx := exec.Command(exe, asFixture)
-	fx.Env = append(os.Environ(), "MCP_FIXTURE_TRANSPORT=http", "MCP_FIXTURE_PORT_FILE="+portFile, "GORACE=atexit_sleep_ms=0",
-		"MCP_FIXTURE_ERA=modern", "MCP_FIXTURE_JOURNAL="+filepath.Join(dir, "fx.journal"))
-	stdin, err := fx.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fx.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		_ = fx.Process.Kill()
-		_ = fx.Wait()
-	}()
-	e := &env{t: t, dir: dir}
-	e.awaitJournal("fx.journal", 1, "listening")
-	addr, _ := os.ReadFile(portFile)
-
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan int, 1)
-	ready := make(chan string, 1)
-	go func() {
-		code, err := mcpproxy.RunHTTP(ctx, mcpproxy.HTTPOptions{
-			Upstream: "http://" + strings.TrimSpace(string(addr)) + "/mcp",
-			Journal:  filepath.Join(dir, "px.journal"), Control: "127.0.0.1:0", ControlFile: filepath.Join(dir, "px.control"),
-			Ready: func(u string, _ mcpproxy.ControlEndpoint) { ready <- u },
-		})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- code
-	}()
-	url := <-ready
-	exited := false
-	defer func() {
-		cancel()
-		if !exited {
-			<-done
-		}
-	}()
+	upstreamURL := modernHTTPFixture(t, dir)
+	url, done := httpProxy(t, dir, upstreamURL, nil)
 
 	srv, _ := json.Marshal(map[string]any{"type": "http", "url": url, "toolTimeout": 1000})
 	e2 := newEnv(t, srv, host.Options{})
@@ -88,7 +44,6 @@ func TestHTTPModernUpstream(t *testing.T) {
 	// them (a stateless server: 405; the fixture routes them to its
 	// stateful handler, which wants a session id: 400), and the proxy
 	// makes up no session id.
-	upstreamURL := "http://" + strings.TrimSpace(string(addr)) + "/mcp"
 	for _, method := range []string{http.MethodGet, http.MethodDelete} {
 		var status [2]int
 		for i, u := range []string{upstreamURL, url} {
@@ -145,12 +100,123 @@ func TestHTTPModernUpstream(t *testing.T) {
 	if c := <-done; c != 3 {
 		t.Errorf("proxy exit code %d, want 3", c)
 	}
-	exited = true
 	e2.awaitJournal("px.journal", 1, "exit", "reason", "fault", "code", "3")
 	if n := e2.count("fx.journal", "call-start"); n != 1 {
 		t.Errorf("the server saw %d calls, want 1", n)
 	}
 	if n := e2.count("px.journal", "initialize"); n != 0 {
 		t.Errorf("%d initialize requests through the proxy, want 0", n)
+	}
+}
+
+// modernHTTPFixture starts the fixture as a modern-only streamable HTTP
+// server journaling to dir/fx.journal and returns its URL; it is stopped
+// when the test ends.
+func modernHTTPFixture(t *testing.T, dir string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	portFile := filepath.Join(dir, "fx.addr")
+	fx := exec.Command(exe, asFixture)
+	fx.Env = append(os.Environ(), "MCP_FIXTURE_TRANSPORT=http", "MCP_FIXTURE_PORT_FILE="+portFile, "GORACE=atexit_sleep_ms=0",
+		"MCP_FIXTURE_ERA=modern", "MCP_FIXTURE_JOURNAL="+filepath.Join(dir, "fx.journal"))
+	stdin, err := fx.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = fx.Process.Kill()
+		_ = fx.Wait()
+	})
+	e := &env{t: t, dir: dir}
+	e.awaitJournal("fx.journal", 1, "listening")
+	addr, _ := os.ReadFile(portFile)
+	return "http://" + strings.TrimSpace(string(addr)) + "/mcp"
+}
+
+// httpProxy runs RunHTTP in front of upstream with rules, journaling to
+// dir/px.journal with its control file dir/px.control, and returns its
+// URL and the channel of its exit code. When the test ends the proxy is
+// cancelled and waited for.
+func httpProxy(t *testing.T, dir, upstream string, rules []string) (string, chan int) {
+	t.Helper()
+	var rs []mcpproxy.Rule
+	for _, r := range rules {
+		rule, err := mcpproxy.ParseRule(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, rule)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	ready := make(chan string, 1)
+	finished := make(chan struct{})
+	t.Cleanup(func() {
+		cancel()
+		<-finished
+	})
+	go func() {
+		defer close(finished)
+		code, err := mcpproxy.RunHTTP(ctx, mcpproxy.HTTPOptions{
+			Upstream: upstream, Rules: rs,
+			Journal: filepath.Join(dir, "px.journal"), Control: "127.0.0.1:0", ControlFile: filepath.Join(dir, "px.control"),
+			Ready: func(u string, _ mcpproxy.ControlEndpoint) { ready <- u },
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- code
+	}()
+	select {
+	case u := <-ready:
+		return u, done
+	case code := <-done:
+		t.Fatalf("the proxy exited with %d before it listened", code)
+	}
+	return "", nil
+}
+
+// exit-after=discover and fail-init on a modern HTTP upstream: the first
+// answers server/discover and then ends the proxy with the rule's code,
+// once the reply has been written; the second ends it at server/discover,
+// which never reaches the server. Either way the runtime's connect fails.
+func TestHTTPModernStartFaults(t *testing.T) {
+	for _, tc := range []struct {
+		rule              string
+		code, fxDiscovers int
+		pxDiscover        string // versions of the proxy's discover entry, "" for none
+	}{
+		{"exit-after=discover,code=4", 4, 1, "2026-07-28"},
+		{"fail-init", 5, 0, ""},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			dir := t.TempDir()
+			url, done := httpProxy(t, dir, modernHTTPFixture(t, dir), []string{tc.rule})
+			srv, _ := json.Marshal(map[string]any{"type": "http", "url": url, "restart": "never"})
+			e := newEnv(t, srv, host.Options{})
+			e.dir = dir
+			if _, err := e.rt.OpenSession(t.Context(), host.SessionOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if code := <-done; code != tc.code {
+				t.Errorf("proxy exit %d, want %d", code, tc.code)
+			}
+			e.await(event.ServerFailed)
+			e.awaitJournal("px.journal", 1, "exit", "reason", "fault", "code", fmt.Sprint(tc.code))
+			e.awaitJournal("px.journal", 1, "open", "method", "server/discover", "era", "modern")
+			if n := e.count("fx.journal", "discover"); n != tc.fxDiscovers {
+				t.Errorf("the server answered %d discovers, want %d", n, tc.fxDiscovers)
+			}
+			if n := e.count("px.journal", "discover", "versions", tc.pxDiscover); (tc.pxDiscover != "") != (n == 1) {
+				t.Errorf("%d discover entries with versions %q in the proxy's journal", n, tc.pxDiscover)
+			}
+		})
 	}
 }
