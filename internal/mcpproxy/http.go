@@ -77,8 +77,10 @@ type connKey struct{}
 // client expects answers on its stream, so there they act as a hang); drop
 // closes every open request and stream; exit closes the listener and
 // returns the rule's code (with on=reply, once the connection that carried
-// the request has written the whole POST response). Responses are forwarded unparsed (streams are
-// flushed at once), so the journal records the client's side only.
+// the request has written the whole POST response). Responses are
+// forwarded unparsed (streams are flushed at once), so the journal records
+// the client's side, except the answer to server/discover (the versions
+// the server offers), which is read as it passes.
 func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 	target, err := url.Parse(opts.Upstream)
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {

@@ -91,20 +91,17 @@ func (m *message) cancelledID() string {
 	return string(p.RequestID)
 }
 
-// MetaProtocolVersion is the _meta key under which every request of the
-// stateless revision (2026-07-28) carries its protocol version.
-const MetaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
-
-// ModernProtocol is the first protocol version of the stateless era: no
+// modernProtocol is the first protocol version of the stateless era: no
 // initialize handshake, server/discover, the version in each request's
 // _meta, no ping.
-const ModernProtocol = "2026-07-28"
+const modernProtocol = "2026-07-28"
 
 // isModern tells whether protocol version v is of the stateless era.
-func isModern(v string) bool { return v >= ModernProtocol }
+func isModern(v string) bool { return v >= modernProtocol }
 
-// protocolVersion returns the version in the message's
-// _meta[MetaProtocolVersion], "" when there is none.
+// protocolVersion returns the protocol version a message of the stateless
+// revision carries in _meta["io.modelcontextprotocol/protocolVersion"],
+// "" when there is none.
 func (m *message) protocolVersion() string {
 	var p struct {
 		Meta struct {

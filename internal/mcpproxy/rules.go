@@ -108,10 +108,10 @@ shorthands, after the fixture's knobs:
   fail-init[=CODE]               exit=open,code=CODE (default 5): the server
                                  fails its start, in either era
 eras: the stateless revision (2026-07-28) has no initialize,
-notifications/initialized or ping, so rules on them (ping=..., exit-after=
-initialized) never match a modern session; exit-after=discover is its
-counterpart of exit-after=initialized. open, server/discover, tools/list,
-tools/call and * match in both eras.`
+notifications/initialized or ping: rules on them (ping=...,
+exit-after=initialized) never match a modern session, whose counterpart of
+exit-after=initialized is exit-after=discover. open, server/discover,
+tools/list, tools/call and * match in both eras.`
 
 // ParseRule parses the text form of a rule (RuleSyntax). The error names the
 // part that is wrong.
