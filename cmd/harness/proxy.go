@@ -33,9 +33,24 @@ With -upstream the proxy listens on -listen (a loopback address unless
 -allow-non-loopback: the proxy has no authentication) and forwards each
 request with its own path to the upstream's host (point the client at the
 same path on the proxy). -journal writes what the proxy saw in the
-fixture's journal format. Exit status: the upstream's when it exits on its
-own, 0 after stdin EOF, the code of an exit rule, 128+N after signal N, 2
-for bad usage.
+fixture's journal format, with the era of every request. Exit status: the
+upstream's when it exits on its own, 0 after stdin EOF, the code of an
+exit rule, 128+N after signal N, 2 for bad usage.
+
+Both protocol eras pass through unchanged. In the handshake era (2025-11-25
+and older) a session opens with initialize; in the stateless revision
+(2026-07-28) with server/discover, or with the first request when the
+client sends no discover, and every request carries its version in
+_meta: the journal's open entry marks the opening request of either era,
+discover the versions the server offered, and each entry of a client
+message its protocolVersion and era. fail-init and
+exit-after=initialize-request act on the opening request of either era;
+exit-after=discover is the modern counterpart of exit-after=initialized;
+rules on initialize, notifications/initialized or ping never match a
+modern session (the revision removed them). Over HTTP a stateless server
+has no session: the proxy forwards its subscriptions/listen streams and
+its answers to GET and DELETE (405) as they are, and adds no
+Mcp-Session-Id.
 
 rules (-fault, -faults FILE, control endpoint):
 ` + mcpproxy.RuleSyntax + `

@@ -38,9 +38,11 @@ needed; harness repro turns it into a scenario.
 Each proxy's control endpoint (URL and token) is printed on stderr, so that
 faults can be injected by hand meanwhile (harness proxy -h lists the rules);
 the trace keeps every rule change with its time, by hand or by -fault, from
-the proxies' journals. -fault installs a proxy rule on a server's first
-launch through its control endpoint once the session is open, so a
-restarted server comes up without it.
+the proxies' journals, and the protocol era each server was recorded in
+(the version the runtime negotiated: the stateless 2026-07-28 revision, or
+the handshake era), which harness repro replays. -fault installs a proxy
+rule on a server's first launch through its control endpoint once the
+session is open, so a restarted server comes up without it.
 
 The session calls the tools given with -call, in order, then records until
 -until's event has happened (if given), then for -linger. Without -call and
@@ -336,6 +338,17 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	}
 	fronts = nil
 	tr.Events = rt.Events().Events()
+	// The era of each server: a scenario repro writes replays it in that
+	// era.
+	for _, name := range slices.Sorted(maps.Keys(tr.Servers)) {
+		ts := tr.Servers[name]
+		ts.Protocol = repro.NegotiatedProtocol(tr.Events, name)
+		ts.Era = repro.EraOf(ts.Protocol)
+		tr.Servers[name] = ts
+		if ts.Era != "" {
+			fmt.Fprintf(stderr, "harness record: %s: recorded in the %s era (protocol %s)\n", textsafe.Line(name), ts.Era, textsafe.Line(ts.Protocol))
+		}
+	}
 	tr.Journals = map[string][]json.RawMessage{}
 	for _, name := range slices.Sorted(maps.Keys(tr.Servers)) {
 		if !tr.Servers[name].Proxied {

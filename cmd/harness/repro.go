@@ -21,10 +21,14 @@ fail, the observed fault of each server (a hang recovered by probe and
 restart, a timeout with a healthy probe, a dropped ping, an exit mid-call)
 on its test tool under the knobs that reproduce it, a server that went
 away while idle killed at the same point, and every restart attempt by
-attempt. Every failure of the trace (a call that did not answer, a
-restart, a server that never connected) is mapped to a step of the
-scenario or named with the reason it is not, on stderr and in the
-scenario's header. Run the result with harness run -dir DIR (a directory
+attempt. Each fixture server speaks the protocol era its server was
+recorded in (MCP_FIXTURE_ERA; the probe has no ping in the stateless
+era), and a scenario whose servers share one era says so in its header
+(# Era:), so harness run -era both runs it in that era only; one with
+servers of both eras runs in both. Every failure of the trace (a call
+that did not answer, a restart, a server that never connected) is mapped
+to a step of the scenario or named with the reason it is not, on stderr
+and in the scenario's header. Run the result with harness run -dir DIR (a directory
 holding only it) or commit it under scenarios/ as a regression test.
 
 Exit status: 0 when the scenario was written and reproduces every failure

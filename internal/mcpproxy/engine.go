@@ -20,6 +20,11 @@ type engine struct {
 	held   map[string]*heldRequest
 	timers []*time.Timer
 	closed bool
+	// requested tells that a request came in this launch (a later one is
+	// no opening unless it is initialize or server/discover); era is the
+	// era of the last opening request, for messages that name no version.
+	requested bool
+	era       string
 
 	exitCh chan exitRequest // buffered: the first exit wins
 }
@@ -33,6 +38,7 @@ type exitRequest struct {
 // heldRequest is a request a hang rule keeps from the server.
 type heldRequest struct {
 	method, tool string
+	open         bool
 	release      func(cancelled bool)
 }
 
@@ -76,7 +82,7 @@ func (e *engine) setRules(rules []Rule, add bool) {
 	}
 	var release []*heldRequest
 	for k, h := range e.held {
-		if !e.rules.hangs(h.method, h.tool) {
+		if !e.rules.hangs(h.method, h.tool, h.open) {
 			release = append(release, h)
 			delete(e.held, k)
 		}
@@ -89,9 +95,10 @@ func (e *engine) setRules(rules []Rule, add bool) {
 }
 
 // hold keeps a request until it is cancelled or released.
-func (e *engine) hold(key, method, tool string, release func(cancelled bool)) {
+func (e *engine) hold(m *message, release func(cancelled bool)) {
+	method, tool := m.Method, m.tool()
 	e.mu.Lock()
-	e.held[key] = &heldRequest{method: method, tool: tool, release: release}
+	e.held[m.key()] = &heldRequest{method: method, tool: tool, open: m.open, release: release}
 	e.mu.Unlock()
 	e.journal("hang-start", map[string]any{"ms": 0, "blocking": false, "method": method, "tool": tool})
 }
@@ -121,29 +128,92 @@ func (e *engine) close() {
 }
 
 // inbound journals a message from the client and returns the rule that
-// applies to it, if any.
+// applies to it, if any. It marks the opening request of a session
+// (m.open): initialize, server/discover, or the launch's first request
+// carrying a version of the stateless era.
 func (e *engine) inbound(m *message) (Rule, bool) {
 	tool := m.tool()
-	r, ok := e.rules.match(m.Method, tool)
+	version := ""
+	e.mu.Lock()
+	unrequested := !e.requested
+	e.mu.Unlock()
+	if unrequested || e.jw != nil {
+		version = m.protocolVersion()
+	}
+	era := e.classify(m, version)
+	r, ok := e.rules.match(m.Method, tool, m.open)
 	if e.jw != nil {
-		e.journalInbound(m, tool, r, ok)
+		e.journalInbound(m, tool, version, era, r, ok)
 	}
 	return r, ok
 }
 
-func (e *engine) journalInbound(m *message, tool string, r Rule, faulted bool) {
+// classify marks an opening request (m.open) and returns the era of a
+// message, legacy or modern: a message carrying a version in its _meta is
+// of that version's era; initialize and the methods the stateless revision
+// removed are of the handshake era; any other message is of the era of
+// the launch's last opening request ("" before one). version is the
+// message's _meta version, parsed at least while no request came.
+func (e *engine) classify(m *message, version string) string {
+	era := ""
+	switch {
+	case version != "" && isModern(version):
+		era = "modern"
+	case version != "", m.Method == "initialize", m.Method == "notifications/initialized", m.Method == "ping":
+		era = "legacy"
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case m.Method == "initialize" || m.Method == "server/discover":
+		m.open = true
+	case m.isRequest() && !e.requested:
+		m.open = isModern(version)
+	}
+	if m.isRequest() {
+		e.requested = true
+	}
+	if m.open && era != "" {
+		e.era = era
+	}
+	if era == "" {
+		era = e.era
+	}
+	return era
+}
+
+// withEra adds the protocol version and the era of a message to the
+// fields of its journal entry, each when known.
+func withEra(fields map[string]any, version, era string) map[string]any {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	if version != "" {
+		fields["protocolVersion"] = version
+	}
+	if era != "" {
+		fields["era"] = era
+	}
+	return fields
+}
+
+func (e *engine) journalInbound(m *message, tool, version, era string, r Rule, faulted bool) {
+	if m.open {
+		v := version
+		if m.Method == "initialize" {
+			v = initializeParams(m).ProtocolVersion
+		}
+		e.journal("open", withEra(map[string]any{"method": m.Method}, v, era))
+	}
 	switch m.Method {
 	case "initialize":
-		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
-			ClientInfo      struct {
-				Name string `json:"name"`
-			} `json:"clientInfo"`
-		}
-		_ = json.Unmarshal(m.Params, &p)
-		e.journal("initialize", map[string]any{"protocolVersion": p.ProtocolVersion, "client": p.ClientInfo.Name})
+		p := initializeParams(m)
+		e.journal("initialize", withEra(map[string]any{"protocolVersion": p.ProtocolVersion, "client": p.ClientInfo.Name}, "", era))
 	case "notifications/initialized":
-		e.journal("initialized", nil)
+		e.journal("initialized", withEra(nil, version, era))
+	case "server/discover":
+		// The open entry above is its journal entry; the answer is
+		// journaled as discover.
 	case "ping":
 		action := "forwarded"
 		if faulted {
@@ -152,11 +222,11 @@ func (e *engine) journalInbound(m *message, tool string, r Rule, faulted bool) {
 				action = string(r.Action)
 			}
 		}
-		e.journal("ping", map[string]any{"action": action})
+		e.journal("ping", withEra(map[string]any{"action": action}, version, era))
 	case "tools/call":
-		e.journal("call-start", map[string]any{"tool": tool, "args": m.args()})
+		e.journal("call-start", withEra(map[string]any{"tool": tool, "args": m.args()}, version, era))
 	default:
-		e.journal("request", map[string]any{"method": m.Method})
+		e.journal("request", withEra(map[string]any{"method": m.Method}, version, era))
 	}
 	if faulted {
 		e.journal("fault", map[string]any{"action": string(r.Action), "rule": r.String(), "method": m.Method, "tool": tool})
@@ -167,6 +237,18 @@ func (e *engine) journalInbound(m *message, tool string, r Rule, faulted bool) {
 			e.journal("call-end", map[string]any{"tool": tool, "outcome": "tool-error", "bytes": len(r.Message), "detail": r.Message})
 		}
 	}
+}
+
+// initializeParams decodes the part of initialize's params the journal
+// keeps.
+func initializeParams(m *message) (p struct {
+	ProtocolVersion string `json:"protocolVersion"`
+	ClientInfo      struct {
+		Name string `json:"name"`
+	} `json:"clientInfo"`
+}) {
+	_ = json.Unmarshal(m.Params, &p)
+	return p
 }
 
 // outbound journals a response from the server to a request of the
@@ -185,12 +267,34 @@ func (e *engine) outbound(req pending, m *message) {
 	case "tools/list":
 		count, more := listOutcome(m)
 		e.journal("tools-list", map[string]any{"count": count, "cursor": req.cursor, "more": more})
+	case "server/discover":
+		e.journalDiscover(req.version, m, "")
 	}
+}
+
+// journalDiscover journals the answer to a server/discover that asked for
+// version: the versions the server named and, for a refusal, its error
+// (noAnswer: why there is no JSON-RPC answer, such as an HTTP status; m is
+// then nil).
+func (e *engine) journalDiscover(version string, m *message, noAnswer string) {
+	if e.jw == nil {
+		return
+	}
+	versions, errText := "", noAnswer
+	if m != nil {
+		versions, errText = discoverOutcome(m)
+	}
+	f := map[string]any{"protocolVersion": version, "versions": versions}
+	if errText != "" {
+		f["error"] = errText
+	}
+	e.journal("discover", f)
 }
 
 // pending is a forwarded request awaiting its response.
 type pending struct {
 	method, tool string
+	version      string // server/discover: the version it asked for
 	cursor       bool
 	cancelled    bool
 	exitOnReply  *Rule

@@ -61,7 +61,14 @@ type httpProxy struct {
 
 	mu      sync.Mutex
 	streams map[*http.Request]context.CancelFunc
+	// exitOnIdle holds the exit rules with on=reply whose request a
+	// connection is answering: the proxy exits once that connection has
+	// written the whole reply (it goes idle or closes).
+	exitOnIdle map[net.Conn]Rule
 }
+
+// connKey is the context key of the client's connection.
+type connKey struct{}
 
 // RunHTTP serves a proxy in front of an HTTP MCP server until a rule ends
 // it, a signal arrives or ctx is done. Rules apply to the JSON-RPC message
@@ -69,8 +76,11 @@ type httpProxy struct {
 // tool-error answer in the POST response (streamable HTTP; a legacy SSE
 // client expects answers on its stream, so there they act as a hang); drop
 // closes every open request and stream; exit closes the listener and
-// returns the rule's code. Responses are forwarded unparsed (streams are
-// flushed at once), so the journal records the client's side only.
+// returns the rule's code (with on=reply, once the connection that carried
+// the request has written the whole POST response). Responses are
+// forwarded unparsed (streams are flushed at once), so the journal records
+// the client's side, except the answer to server/discover (the versions
+// the server offers), which is read as it passes.
 func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 	target, err := url.Parse(opts.Upstream)
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
@@ -123,7 +133,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 			return 2, err
 		}
 	}
-	hp := &httpProxy{eng: eng, streams: map[*http.Request]context.CancelFunc{}}
+	hp := &httpProxy{eng: eng, streams: map[*http.Request]context.CancelFunc{}, exitOnIdle: map[net.Conn]Rule{}}
 	if loopback {
 		_, hp.port, _ = net.SplitHostPort(ln.Addr().String())
 	}
@@ -134,7 +144,10 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (int, error) {
 		FlushInterval: -1,
 		ErrorLog:      slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
 	}
-	srv := &http.Server{Handler: hp, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: hp, ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+		ConnState:   hp.connState,
+	}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -190,9 +203,76 @@ func (hp *httpProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if !hp.apply(ctx, w, r, &m) {
 				return
 			}
+			if m.Method == "server/discover" && m.isRequest() && hp.eng.jw != nil {
+				// The one response the proxy reads: the era the server
+				// offers.
+				cw := &captureWriter{ResponseWriter: w}
+				hp.rp.ServeHTTP(cw, r)
+				answer, why := cw.answer(m.key())
+				hp.eng.journalDiscover(m.protocolVersion(), answer, why)
+				return
+			}
 		}
 	}
 	hp.rp.ServeHTTP(w, r)
+}
+
+// maxCapture bounds how much of a server/discover response the HTTP proxy
+// keeps to journal it.
+const maxCapture = 64 << 10
+
+// captureWriter forwards a response and keeps its status and the start of
+// its body.
+type captureWriter struct {
+	http.ResponseWriter
+	status int
+	buf    bytes.Buffer
+}
+
+func (c *captureWriter) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status = status
+	}
+	c.ResponseWriter.WriteHeader(status)
+}
+
+func (c *captureWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	if n := maxCapture - c.buf.Len(); n > 0 {
+		c.buf.Write(b[:min(n, len(b))])
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+// Flush passes a flush on (streams are flushed at once).
+func (c *captureWriter) Flush() { _ = http.NewResponseController(c.ResponseWriter).Flush() }
+
+// Unwrap returns the writer underneath, for http.ResponseController.
+func (c *captureWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// answer returns the JSON-RPC response to the request with id key that
+// the captured body holds (plain JSON, or an SSE event's data line), or
+// the reason there is none: an HTTP error status, or no answer.
+func (c *captureWriter) answer(key string) (*message, string) {
+	if c.status >= 300 {
+		return nil, fmt.Sprintf("HTTP %d", c.status)
+	}
+	body := c.buf.Bytes()
+	if m, ok := parseMessage(body); ok && m.isResponse() && m.key() == key {
+		return &m, ""
+	}
+	for line := range bytes.SplitSeq(body, []byte("\n")) {
+		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:"))
+		if !ok {
+			continue
+		}
+		if m, ok := parseMessage(bytes.TrimSpace(data)); ok && m.isResponse() && m.key() == key {
+			return &m, ""
+		}
+	}
+	return nil, "no answer"
 }
 
 // apply runs the rule for m; false when the request has been dealt with.
@@ -212,7 +292,7 @@ func (hp *httpProxy) apply(ctx context.Context, w http.ResponseWriter, r *http.R
 			return false
 		}
 		released := make(chan bool, 1)
-		hp.eng.hold(m.key(), m.Method, m.tool(), func(cancelled bool) { released <- cancelled })
+		hp.eng.hold(m, func(cancelled bool) { released <- cancelled })
 		select {
 		case cancelled := <-released:
 			if cancelled {
@@ -249,6 +329,13 @@ func (hp *httpProxy) apply(ctx context.Context, w http.ResponseWriter, r *http.R
 		_, _ = w.Write(line)
 		return false
 	case Exit:
+		if c, ok := ctx.Value(connKey{}).(net.Conn); ok && rule.OnReply && m.isRequest() {
+			// Forwarded; the exit follows the reply (connState).
+			hp.mu.Lock()
+			hp.exitOnIdle[c] = rule
+			hp.mu.Unlock()
+			return true
+		}
 		hp.eng.exit(rule.Code, "fault")
 		hp.closeConn(w)
 		return false
@@ -259,6 +346,22 @@ func (hp *httpProxy) apply(ctx context.Context, w http.ResponseWriter, r *http.R
 		return false
 	}
 	return true
+}
+
+// connState fires the exit of an on=reply rule once the connection that
+// answers its request has written the whole reply: it is idle again, or
+// closed.
+func (hp *httpProxy) connState(c net.Conn, state http.ConnState) {
+	if state != http.StateIdle && state != http.StateClosed && state != http.StateHijacked {
+		return
+	}
+	hp.mu.Lock()
+	rule, ok := hp.exitOnIdle[c]
+	delete(hp.exitOnIdle, c)
+	hp.mu.Unlock()
+	if ok {
+		hp.eng.exit(rule.Code, "fault")
+	}
 }
 
 // dropAll ends every open request and stream.

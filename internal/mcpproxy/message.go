@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // message is the part of a JSON-RPC message the proxy looks at. Everything
@@ -14,11 +15,17 @@ type message struct {
 	Params json.RawMessage `json:"params,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *rpcError       `json:"error,omitempty"`
+
+	// open is set by the engine on the opening request of a session
+	// (initialize, server/discover, or the launch's first request at
+	// 2026-07-28 or later): the MATCH open selects it.
+	open bool
 }
 
 type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
 }
 
 // parseMessage decodes a line; ok is false for anything that is not a single
@@ -84,13 +91,38 @@ func (m *message) cancelledID() string {
 	return string(p.RequestID)
 }
 
+// modernProtocol is the first protocol version of the stateless era: no
+// initialize handshake, server/discover, the version in each request's
+// _meta, no ping.
+const modernProtocol = "2026-07-28"
+
+// isModern tells whether protocol version v is of the stateless era.
+func isModern(v string) bool { return v >= modernProtocol }
+
+// protocolVersion returns the protocol version a message of the stateless
+// revision carries in _meta["io.modelcontextprotocol/protocolVersion"],
+// "" when there is none.
+func (m *message) protocolVersion() string {
+	var p struct {
+		Meta struct {
+			Version json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		return ""
+	}
+	var v string
+	_ = json.Unmarshal(p.Meta.Version, &v)
+	return v
+}
+
 // errorLine renders a JSON-RPC error response to id.
 func errorLine(id json.RawMessage, code int, msg string) []byte {
 	b, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   rpcError        `json:"error"`
-	}{"2.0", id, rpcError{code, msg}})
+	}{"2.0", id, rpcError{Code: code, Message: msg}})
 	return append(b, '\n')
 }
 
@@ -143,6 +175,25 @@ func listOutcome(m *message) (count int, more bool) {
 	}
 	_ = json.Unmarshal(m.Result, &r)
 	return len(r.Tools), r.NextCursor != ""
+}
+
+// discoverOutcome summarises a server/discover response: the versions
+// the server named (supportedVersions of a result, or the supported list
+// of an UnsupportedProtocolVersionError), comma-joined, and the error of a
+// refusal ("" for a result).
+func discoverOutcome(m *message) (versions, errText string) {
+	if m.Error != nil {
+		var d struct {
+			Supported []string `json:"supported"`
+		}
+		_ = json.Unmarshal(m.Error.Data, &d)
+		return strings.Join(d.Supported, ","), cut(strconv.Itoa(m.Error.Code) + " " + m.Error.Message)
+	}
+	var r struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	_ = json.Unmarshal(m.Result, &r)
+	return strings.Join(r.SupportedVersions, ","), ""
 }
 
 func cut(s string) string {

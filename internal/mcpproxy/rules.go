@@ -41,8 +41,9 @@ const (
 type Rule struct {
 	// Action is what the rule does.
 	Action Action `json:"action"`
-	// Method matches the JSON-RPC method; "*" matches every message and ""
-	// matches none (a timed exit).
+	// Method matches the JSON-RPC method; "*" matches every message,
+	// MatchOpen the opening request of a session in either era, and ""
+	// none (a timed exit).
 	Method string `json:"method,omitempty"`
 	// Tool, with Method tools/call, matches the tool name only.
 	Tool string `json:"tool,omitempty"`
@@ -65,6 +66,13 @@ type Rule struct {
 	Text string `json:"rule"`
 }
 
+// MatchOpen is the MATCH that selects the opening request of a session,
+// in either era: initialize (the handshake era), server/discover, or the
+// first request of a proxy launch that carries a 2026-07-28 (or later)
+// version in its _meta when the client sends neither (the stateless
+// revision lets a client skip discover). It names no MCP method.
+const MatchOpen = "open"
+
 // DefaultErrorMessage is the message of an injected error when the rule sets
 // none.
 const DefaultErrorMessage = "injected by the mcplife proxy"
@@ -72,8 +80,11 @@ const DefaultErrorMessage = "injected by the mcplife proxy"
 // RuleSyntax documents the text form of a rule, as -fault flags and the
 // control endpoint take it.
 const RuleSyntax = `ACTION=MATCH[,key=value...]
-  MATCH   *  (every message) | METHOD (ping, initialize, tools/list, ...) |
-          tools/call:TOOL | tool:TOOL
+  MATCH   *  (every message) | METHOD (initialize, server/discover, ping,
+          tools/list, ...) | tools/call:TOOL | tool:TOOL | open (the
+          opening request of a session, in either era: initialize,
+          server/discover, or the first request at 2026-07-28 or later of a
+          client that sends neither)
   hang        hold the request unanswered until the client cancels it or the
               rule is removed (then it is forwarded); hang=* wedges the server
   delay       forward it after ms=N milliseconds
@@ -86,9 +97,21 @@ const RuleSyntax = `ACTION=MATCH[,key=value...]
           most N times)  on=reply  message=TEXT (last: takes the rest)
 shorthands, after the fixture's knobs:
   ping=drop | ping=error         hang=ping | error=ping,code=-32601
-  exit-after=initialize-request|initialized|tools-list|calls:N
+  exit-after=initialize-request  exit=open: the server dies on its opening
+                                 request, in either era
+  exit-after=initialized         exit=notifications/initialized
+  exit-after=discover            exit=server/discover,on=reply,times=1: the
+                                 server exits right after answering discover
+  exit-after=tools-list|calls:N  exit right after the reply to the first
+                                 tools/list, or to the Nth tools/call
   exit-delay=MS[,code=N]         exit MS milliseconds after the rule is installed
-  fail-init[=CODE]               exit=initialize,code=CODE (default 5)`
+  fail-init[=CODE]               exit=open,code=CODE (default 5): the server
+                                 fails its start, in either era
+eras: the stateless revision (2026-07-28) has no initialize,
+notifications/initialized or ping: rules on them (ping=...,
+exit-after=initialized) never match a modern session, whose counterpart of
+exit-after=initialized is exit-after=discover. open, server/discover,
+tools/list, tools/call and * match in both eras.`
 
 // ParseRule parses the text form of a rule (RuleSyntax). The error names the
 // part that is wrong.
@@ -124,9 +147,11 @@ func ParseRule(text string) (Rule, error) {
 			r.Action = Exit
 			switch {
 			case value == "initialize-request":
-				r.Method = "initialize"
+				r.Method = MatchOpen
 			case value == "initialized":
 				r.Method = "notifications/initialized"
+			case value == "discover":
+				r.Method, r.OnReply, r.Times = "server/discover", true, 1
 			case value == "tools-list":
 				r.Method, r.OnReply, r.Times = "tools/list", true, 1
 			case strings.HasPrefix(value, "calls:"):
@@ -136,7 +161,7 @@ func ParseRule(text string) (Rule, error) {
 				}
 				r.Method, r.OnReply, r.After = "tools/call", true, n
 			default:
-				return bad("exit-after takes initialize-request, initialized, tools-list or calls:N")
+				return bad("exit-after takes initialize-request, initialized, discover, tools-list or calls:N")
 			}
 		case "exit-delay":
 			n, err := strconv.Atoi(value)
@@ -145,7 +170,7 @@ func ParseRule(text string) (Rule, error) {
 			}
 			r.Action, r.MS = Exit, n
 		case "fail-init":
-			r.Action, r.Method, r.Code = Exit, "initialize", 5
+			r.Action, r.Method, r.Code = Exit, MatchOpen, 5
 			if hasValue {
 				n, err := strconv.Atoi(value)
 				if err != nil {
@@ -238,13 +263,16 @@ func ParseRules(text string) ([]Rule, error) {
 // timed reports whether the rule is a timed exit.
 func (r Rule) timed() bool { return r.Action == Exit && r.Method == "" }
 
-// matches reports whether the rule selects a message.
-func (r Rule) matches(method, tool string) bool {
+// matches reports whether the rule selects a message: method and tool
+// are its own, open tells that it is the opening request of a session.
+func (r Rule) matches(method, tool string, open bool) bool {
 	switch {
 	case r.Method == "":
 		return false
 	case r.Method == "*":
 		return true
+	case r.Method == MatchOpen:
+		return open
 	case r.Method != method:
 		return false
 	}
@@ -264,11 +292,11 @@ type ruleSet struct {
 }
 
 // match returns the first due rule for a message and counts it, or false.
-func (s *ruleSet) match(method, tool string) (Rule, bool) {
+func (s *ruleSet) match(method, tool string, open bool) (Rule, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range s.rules {
-		if !r.matches(method, tool) {
+		if !r.matches(method, tool, open) {
 			continue
 		}
 		r.seen++
@@ -283,11 +311,11 @@ func (s *ruleSet) match(method, tool string) (Rule, bool) {
 
 // hangs reports whether an installed hang rule selects a message (used to
 // release held requests when the rules change).
-func (s *ruleSet) hangs(method, tool string) bool {
+func (s *ruleSet) hangs(method, tool string, open bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range s.rules {
-		if r.Action == Hang && r.matches(method, tool) {
+		if r.Action == Hang && r.matches(method, tool, open) {
 			return true
 		}
 	}

@@ -21,8 +21,14 @@ func TestParseRule(t *testing.T) {
 		{"exit-after=calls:3", Rule{Action: Exit, Method: "tools/call", OnReply: true, After: 3}},
 		{"exit-after=tools-list", Rule{Action: Exit, Method: "tools/list", OnReply: true, Times: 1}},
 		{"exit-after=initialized", Rule{Action: Exit, Method: "notifications/initialized"}},
+		{"exit-after=initialize-request", Rule{Action: Exit, Method: MatchOpen}},
+		{"exit-after=discover", Rule{Action: Exit, Method: "server/discover", OnReply: true, Times: 1}},
+		{"exit-after=discover,code=4", Rule{Action: Exit, Method: "server/discover", OnReply: true, Times: 1, Code: 4}},
+		{"hang=open", Rule{Action: Hang, Method: MatchOpen}},
+		{"error=server/discover,code=-32601", Rule{Action: Error, Method: "server/discover", Code: -32601, Message: DefaultErrorMessage}},
 		{"exit-delay=50,code=7", Rule{Action: Exit, MS: 50, Code: 7}},
-		{"fail-init", Rule{Action: Exit, Method: "initialize", Code: 5}},
+		{"fail-init", Rule{Action: Exit, Method: MatchOpen, Code: 5}},
+		{"fail-init=7", Rule{Action: Exit, Method: MatchOpen, Code: 7}},
 		{"exit=tool:x,on=reply,times=1", Rule{Action: Exit, Method: "tools/call", Tool: "x", OnReply: true, Times: 1}},
 		{"drop=*", Rule{Action: Drop, Method: "*"}},
 	} {
@@ -65,7 +71,7 @@ func TestRuleCounters(t *testing.T) {
 	s.set([]Rule{r}, false)
 	var applied []bool
 	for range 4 {
-		_, ok := s.match("tools/call", "x")
+		_, ok := s.match("tools/call", "x", false)
 		applied = append(applied, ok)
 	}
 	if want := []bool{false, true, false, false}; !equal(applied, want) {

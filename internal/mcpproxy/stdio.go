@@ -236,7 +236,7 @@ func (p *stdioProxy) fromClient(line []byte) {
 	switch rule.Action {
 	case Hang:
 		if m.isRequest() {
-			p.eng.hold(m.key(), m.Method, m.tool(), func(cancelled bool) {
+			p.eng.hold(&m, func(cancelled bool) {
 				if !cancelled {
 					p.forward(&m, line, nil)
 				}
@@ -268,8 +268,11 @@ func (p *stdioProxy) fromClient(line []byte) {
 func (p *stdioProxy) forward(m *message, line []byte, exitOnReply *Rule) {
 	if m.isRequest() && (p.eng.jw != nil || exitOnReply != nil) {
 		req := &pending{method: m.Method, tool: m.tool(), exitOnReply: exitOnReply}
-		if m.Method == "tools/list" {
+		switch m.Method {
+		case "tools/list":
 			req.cursor = strings.Contains(string(m.Params), `"cursor"`)
+		case "server/discover":
+			req.version = m.protocolVersion()
 		}
 		p.pmu.Lock()
 		p.pending[m.key()] = req

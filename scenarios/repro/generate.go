@@ -29,8 +29,9 @@ const (
 	// ClassHangRestart is a call that timed out, whose probe failed, and
 	// whose server was restarted (the wedged server, seed 001 scenario 71).
 	ClassHangRestart Class = "hang-restart"
-	// ClassTimeoutHealthy is a call that timed out while ping still
-	// answered: nothing restarts (seed 001 scenario 72c).
+	// ClassTimeoutHealthy is a call that timed out while the probe found
+	// the server healthy (ping answered; in the stateless era, which has
+	// no ping, tools/list): nothing restarts (seed 001 scenario 72c).
 	ClassTimeoutHealthy Class = "timeout-healthy"
 	// ClassPingDropped is a call that timed out on a server whose ping
 	// went unanswered while tools/list answered (field failure 5).
@@ -68,18 +69,24 @@ func Classify(tr *Trace, c Call) Class {
 		}
 		return ClassUnknown
 	}
-	pingFailed := false
+	pinged, pingFailed := false, false
 	for _, e := range tr.Events {
 		if e.Seq <= timeout.Seq || e.Server != c.Server {
 			continue
 		}
 		switch {
+		case e.Kind == event.ProbeStarted && attr(e, "method") == "ping":
+			pinged = true
 		case e.Kind == event.ProbeFinished && attr(e, "healthy") == "true":
 			switch {
 			case attr(e, "method") == "ping":
 				return ClassTimeoutHealthy
 			case pingFailed:
 				return ClassPingDropped
+			case !pinged:
+				// A probe without ping (the stateless era has none)
+				// found the server healthy.
+				return ClassTimeoutHealthy
 			}
 			return ClassUnknown
 		case e.Kind == event.ProbeFinished && attr(e, "method") == "ping":
@@ -225,14 +232,18 @@ func attrInt(e event.Event, k string) int64 {
 type fixtureServer struct {
 	name      string
 	transport string // stdio, http or sse
-	alias     string // fixture-serve's NAME for a remote server ($ALIAS_URL)
-	timeout   time.Duration
-	mode      Class // the fault class that decides the knobs, "" for none
-	launches  int   // fixture launches the scenario makes
-	attempts  int   // restart attempts the scenario makes
-	step      int   // backoff step of the scenario's restart policy
-	stableAt  time.Duration
-	complete  bool // every failure of the server is reproduced
+	// era is the protocol era the server was recorded in (EraLegacy or
+	// EraModern), which its fixture speaks; protocol the recorded version
+	// ("" when the trace names none: the handshake era is assumed).
+	era, protocol string
+	alias         string // fixture-serve's NAME for a remote server ($ALIAS_URL)
+	timeout       time.Duration
+	mode          Class // the fault class that decides the knobs, "" for none
+	launches      int   // fixture launches the scenario makes
+	attempts      int   // restart attempts the scenario makes
+	step          int   // backoff step of the scenario's restart policy
+	stableAt      time.Duration
+	complete      bool // every failure of the server is reproduced
 	// hung: a hang-restart of the server was replayed; what follows on
 	// it differs between a client that recovers it (health-probe and
 	// restart-policies) and one that does not (blackBox).
@@ -241,9 +252,18 @@ type fixtureServer struct {
 
 func (s *fixtureServer) remote() bool { return s.transport == "http" || s.transport == "sse" }
 
+// probes are the steps of the runtime's health probe in the server's era:
+// ping, then tools/list; the stateless revision has no ping.
+func (s *fixtureServer) probes() []string {
+	if s.era == EraModern {
+		return []string{"tools/list"}
+	}
+	return []string{"ping", "tools/list"}
+}
+
 // knobs returns the fixture knobs reproducing the server's fault class.
 func (s *fixtureServer) knobs() map[string]string {
-	k := map[string]string{"MCP_FIXTURE_JOURNAL": "${WORK}/" + s.name + ".journal"}
+	k := map[string]string{"MCP_FIXTURE_JOURNAL": "${WORK}/" + s.name + ".journal", "MCP_FIXTURE_ERA": s.era}
 	if s.remote() {
 		k["MCP_FIXTURE_TRANSPORT"] = s.transport
 	}
@@ -383,6 +403,15 @@ func Generate(tr *Trace, name, source string) (*Result, error) {
 		fs := &fixtureServer{name: n, transport: s.Transport, timeout: time.Duration(s.ToolTimeoutMS) * time.Millisecond, launches: 1, stableAt: -1, complete: true}
 		if fs.transport == "" {
 			fs.transport = "stdio"
+		}
+		fs.era, fs.protocol = tr.ServerEra(n)
+		if !isVersion(fs.protocol) {
+			// A trace may come from anyone: only a version goes into
+			// the scenario's header.
+			fs.protocol = ""
+		}
+		if fs.era == "" {
+			fs.era = EraLegacy
 		}
 		if fs.remote() {
 			fs.alias = alias(n, g.servers)
@@ -598,11 +627,11 @@ func (g *gen) call(i int, c Call, l *restartLoop) {
 		defer func() { g.prefix = "" }()
 		restartPolicies := g.caps["restart-policies"]
 		defer func() { g.caps["restart-policies"] = restartPolicies }()
-		g.add(fmt.Sprintf("await -after %s tool.timeout server=%s", mark, c.Server),
-			fmt.Sprintf("await -after %s probe.started server=%s method=ping", mark, c.Server))
-		g.advance(probeTimeout)
-		g.add(fmt.Sprintf("await -after %s probe.started server=%s method=tools/list", mark, c.Server))
-		g.advance(probeTimeout)
+		g.add(fmt.Sprintf("await -after %s tool.timeout server=%s", mark, c.Server))
+		for _, method := range s.probes() {
+			g.add(fmt.Sprintf("await -after %s probe.started server=%s method=%s", mark, c.Server, method))
+			g.advance(probeTimeout)
+		}
 		g.add(fmt.Sprintf("await -after %s probe.finished server=%s method=tools/list healthy=false", mark, c.Server))
 		if s.remote() {
 			// The runtime cannot stop a remote process: the wedged
@@ -621,7 +650,7 @@ func (g *gen) call(i int, c Call, l *restartLoop) {
 			fmt.Sprintf("call s1 %s %s %s", id, tool("test"), text),
 			fmt.Sprintf("await-journal %s.journal hang-start blocking=false", c.Server))
 		g.advance(s.toolTimeout())
-		g.add(fmt.Sprintf("await -after %s probe.finished server=%s method=ping healthy=true", mark, c.Server),
+		g.add(fmt.Sprintf("await -after %s probe.finished server=%s method=%s healthy=true", mark, c.Server, s.probes()[0]),
 			fmt.Sprintf("result %s outcome=error error=mcp_tool_timeout", id))
 		g.fail(c.Server, what, id, "")
 	case ClassPingDropped:
@@ -887,6 +916,9 @@ func (g *gen) render(name, source string, names []string) error {
 	for _, n := range g.res.Notes {
 		fmt.Fprintf(&b, "# Not reproduced: %s.\n", textsafe.Line(strings.TrimSuffix(n, ".")))
 	}
+	if d := g.eraDirective(names); d != "" {
+		b.WriteString("#\n" + d)
+	}
 	fmt.Fprintf(&b, "#\n# Guards: the recorded trace %s (%s).\n\n", source, name)
 	for _, c := range []string{"health-probe", "restart-policies"} {
 		if g.caps[c] {
@@ -921,6 +953,51 @@ func (g *gen) render(name, source string, names []string) error {
 	b.WriteString("\n")
 	g.res.Script = []byte(b.String())
 	return nil
+}
+
+// isVersion tells whether v has the form of an MCP protocol version,
+// YYYY-MM-DD.
+func isVersion(v string) bool {
+	if len(v) != 10 {
+		return false
+	}
+	for i, r := range v {
+		if (i == 4 || i == 7) != (r == '-') || (r != '-' && (r < '0' || r > '9')) {
+			return false
+		}
+	}
+	return true
+}
+
+// eraDirective is the scenario's "# Era:" header lines: every fixture
+// server speaks the era its server was recorded in (MCP_FIXTURE_ERA), so
+// a scenario whose servers share one era runs in that era only; one with
+// servers of both eras has none (it runs in both, each server in its own
+// era).
+func (g *gen) eraDirective(names []string) string {
+	era := ""
+	var versions []string
+	for _, n := range names {
+		s := g.servers[n]
+		if era != "" && s.era != era {
+			return ""
+		}
+		era = s.era
+		if s.protocol != "" && !slices.Contains(versions, s.protocol) {
+			versions = append(versions, s.protocol)
+		}
+	}
+	protocol := "protocol " + strings.Join(versions, ", ")
+	if len(versions) == 0 {
+		protocol = "protocol 2026-07-28 or later"
+	}
+	if era == EraModern {
+		return fmt.Sprintf("# Era: modern. The session was recorded in the stateless era\n# (%s), so the fixture speaks only that era\n# (MCP_FIXTURE_ERA=modern).\n", protocol)
+	}
+	if len(versions) == 0 {
+		return "# Era: legacy. The trace names no protocol version: the handshake era\n# is assumed, so the fixture speaks only that era (MCP_FIXTURE_ERA=legacy).\n"
+	}
+	return fmt.Sprintf("# Era: legacy. The session was recorded in the handshake era\n# (%s), so the fixture speaks only that era\n# (MCP_FIXTURE_ERA=legacy).\n", protocol)
 }
 
 func (s *fixtureServer) toolTimeout() time.Duration {

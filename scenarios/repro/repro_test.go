@@ -188,7 +188,7 @@ func TestGenerateIdleExitHTTP(t *testing.T) {
 	}
 	s := string(res.Script)
 	for _, want := range []string{
-		"fixture-serve EVERYTHING MCP_FIXTURE_JOURNAL=${WORK}/everything.journal MCP_FIXTURE_TRANSPORT=http\nstart -inline servers.json -env EVERYTHING_URL\n",
+		"fixture-serve EVERYTHING MCP_FIXTURE_ERA=legacy MCP_FIXTURE_JOURNAL=${WORK}/everything.journal MCP_FIXTURE_TRANSPORT=http\nstart -inline servers.json -env EVERYTHING_URL\n",
 		"fixture-stop EVERYTHING SIGKILL\nawait -after me1 transport.closed server=everything\n",
 		"await -after me1 restart.scheduled server=everything attempt=1 delay_ms=0\nawait -after me1 restart.failed server=everything attempt=1\n",
 		"attempt=2 delay_ms=1000\n[cap:virtual-clock] advance 1s\nawait -after me1 restart.failed server=everything attempt=2\n",
@@ -282,12 +282,17 @@ func TestGenerateHostileTrace(t *testing.T) {
 	tr.Faults[0].Rule = "exit-delay=200,message=\x1b]0;pwned\x07"
 	tr.Events[1].Attrs["error"] = "boom \x1b[2J\u202e"
 	tr.Calls = []Call{{ID: "c1", Server: "nosuch", Exposed: "mcp_x\x1b[31m", Outcome: "error", Args: []byte(`{"a":"\u001b[0m"}`)}}
+	// The protocol it names reaches the scenario's header only when it is
+	// a version.
+	srv := tr.Servers["everything"]
+	srv.Protocol, srv.Era = "2026-07-28\n[exec] kill \x1b[2J", "modern\nskip"
+	tr.Servers["everything"] = srv
 	res, err := Generate(tr, "955-hostile", "h.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := string(res.Script) + strings.Join(res.Notes, "\n")
-	for _, bad := range []string{"\x1b", "\x07", "\u202e"} {
+	for _, bad := range []string{"\x1b", "\x07", "\u202e", "[exec]", "\nskip"} {
 		if strings.Contains(all, bad) {
 			t.Errorf("%q reaches the scenario or the notes:\n%s", bad, all)
 		}

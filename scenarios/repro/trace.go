@@ -65,6 +65,64 @@ type Server struct {
 	ToolTimeoutMS int64 `json:"toolTimeoutMs,omitempty"`
 	// Proxied tells that the proxy recorded the server's wire (Journals).
 	Proxied bool `json:"proxied"`
+	// Protocol is the protocol version the runtime negotiated at the
+	// server's last connect (server.connected), "" when it never
+	// connected; Era is its era: EraModern for the stateless revision
+	// (2026-07-28 and later), EraLegacy for the handshake era.
+	Protocol string `json:"protocol,omitempty"`
+	Era      string `json:"era,omitempty"`
+}
+
+// The protocol eras of a recorded server (docs/LIFECYCLE.md, "Protocol
+// eras"), as scenarios name them.
+const (
+	EraLegacy = "legacy"
+	EraModern = "modern"
+)
+
+// modernProtocol is the first protocol version of the stateless era.
+const modernProtocol = "2026-07-28"
+
+// EraOf returns the era of protocol version v: EraModern from 2026-07-28
+// on, EraLegacy for an older version, "" for none.
+func EraOf(v string) string {
+	switch {
+	case v == "":
+		return ""
+	case v >= modernProtocol:
+		return EraModern
+	}
+	return EraLegacy
+}
+
+// NegotiatedProtocol returns the protocol version of the last
+// server.connected event of server in evs, "" when there is none.
+func NegotiatedProtocol(evs []event.Event, server string) string {
+	v := ""
+	for _, e := range evs {
+		if e.Server == server && e.Kind == event.ServerConnected {
+			if p, ok := e.Get("protocol"); ok && p != "" {
+				v = p
+			}
+		}
+	}
+	return v
+}
+
+// ServerEra returns the era server was recorded in: the trace's era or
+// protocol of it, else the protocol its server.connected events name (a
+// trace written before the trace kept the era), else "".
+func (tr *Trace) ServerEra(server string) (era, protocol string) {
+	s := tr.Servers[server]
+	protocol = s.Protocol
+	if protocol == "" {
+		protocol = NegotiatedProtocol(tr.Events, server)
+	}
+	era = s.Era
+	if era != EraLegacy && era != EraModern {
+		era = EraOf(protocol)
+	}
+	return era, protocol
 }
 
 // Fault is a change of a proxy's rules during recording: one rule added
