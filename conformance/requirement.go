@@ -87,10 +87,6 @@ var (
 	Modern = []driver.Era{driver.EraModern}
 )
 
-// pendingHandlers is what the host-handler requirements need to run in the
-// modern era (Requirement.ModernPending).
-const pendingHandlers = "the spec reads the capabilities the client offered from the fixture's initialize entry; in the modern era they travel in each request's _meta (io.modelcontextprotocol/clientCapabilities) and sampling and roots requests become multi round-trip input requests of a tool result, which the fixture does not issue yet"
-
 // Key names one requirement in one era in reports, verdicts and
 // baselines: "CORE-CONNECT-001@modern".
 func Key(id string, era driver.Era) string { return id + "@" + string(era) }

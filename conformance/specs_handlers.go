@@ -30,8 +30,10 @@ func (h *H) offered(key, name string) (bool, map[string]any) {
 }
 
 // startOffered starts "fx", whose config sets key to value, and "off"
-// without it, both with the host tools, opens session main, and checks
-// that initialize offered capability to fx only.
+// without it, both with the host tools, opens session main, and, in the
+// legacy era, checks that initialize offered capability to fx only. In the
+// modern era the capabilities travel in each request's _meta:
+// offeredInCalls checks them on the calls that asked for input.
 func (h *H) startOffered(key string, value any, capability string) {
 	ginkgo.GinkgoHelper()
 	h.Start(Setup{Servers: map[string]Server{
@@ -39,21 +41,63 @@ func (h *H) startOffered(key string, value any, capability string) {
 		"off": h.Fixture("off", hostTools(nil)),
 	}})
 	h.Open("main")
+	if h.Modern() {
+		return
+	}
 	on, init := h.offered("fx", capability)
 	h.Verify(Journal, on, fmt.Sprintf("the server with %q was offered %s in initialize", key, capability), "initialize %v", init)
 	on, init = h.offered("off", capability)
 	h.Verify(Journal, !on, fmt.Sprintf("the server without %q was not offered %s", key, capability), "initialize %v", init)
 }
 
-// callRefused calls tool of session main, which must end in a tool error
-// whose text contains failure (the server's request to the host was
-// refused), and returns the last entry of kind in server "off"'s journal.
-func (h *H) callRefused(tool string, args map[string]any, failure, kind string) journal.Entry {
+// offeredInCalls checks, in the modern era, that the calls of fx and off
+// that asked for input (their first input-request entries, which journal
+// the _meta io.modelcontextprotocol/clientCapabilities of the call) offered
+// capability to fx only.
+func (h *H) offeredInCalls(key, capability string) {
+	ginkgo.GinkgoHelper()
+	if !h.Modern() {
+		return
+	}
+	for _, fx := range []string{"fx", "off"} {
+		asked := h.AwaitJournal(fx, "input-request", 1).Of("input-request")[0]
+		on := slices.Contains(strings.Split(asked.Str("capabilities"), ","), capability)
+		claim := fmt.Sprintf("the server with %q was offered %s in its call's _meta", key, capability)
+		if fx == "off" {
+			on, claim = !on, fmt.Sprintf("the server without %q was not offered %s in its call's _meta", key, capability)
+		}
+		h.Verify(Journal, on, claim, "input-request %v", asked.Fields)
+	}
+}
+
+// callRefused calls tool of session main, whose request to the host must
+// be refused, and proves it. Legacy: the server's request failed, so the
+// call ends in a tool error whose text contains failure, and the last
+// entry of kind in server "off"'s journal satisfies refused (claim). Modern: the
+// call ends in a failure; the server asked with a multi round-trip input
+// request (input-request), and no retry carried an answer to it
+// (input-response answered) nor did the tool journal one (kind).
+func (h *H) callRefused(tool string, args map[string]any, failure, kind string, refused func(journal.Entry) bool, claim string) {
 	ginkgo.GinkgoHelper()
 	r := h.CallNow("main", tool, args)
-	h.Verify(Response, r.Error == nil && r.Result.IsError && strings.Contains(r.Result.Text, failure),
-		"the call of the server without the setting ends in a tool error", "error=%v isError=%v text=%q", r.Error, r.Result.IsError, r.Result.Text)
-	return h.AwaitJournal("off", kind, 1).Last(kind)
+	if !h.Modern() {
+		h.Verify(Response, r.Error == nil && r.Result.IsError && strings.Contains(r.Result.Text, failure),
+			"the call of the server without the setting ends in a tool error", "error=%v isError=%v text=%q", r.Error, r.Result.IsError, r.Result.Text)
+		got := h.AwaitJournal("off", kind, 1).Last(kind)
+		h.Verify(Journal, refused(got), claim, "%s %v", kind, got.Fields)
+		return
+	}
+	h.Verify(Response, r.Result.IsError, "the call of the server without the setting ends in a failure",
+		"error=%v isError=%v text=%q", r.Error, r.Result.IsError, r.Result.Text)
+	asked := h.AwaitJournal("off", "input-request", 1).Last("input-request")
+	// Bound: the call's answer came after the implementation gave up
+	// asking the server, and a retry carrying an answer would have come
+	// before it.
+	j := h.Journal("off")
+	answered := j.Where("input-response", "answered", "true")
+	h.Verify(Journal, len(answered) == 0 && j.Count(kind) == 0,
+		"the server without the setting had its "+kind+" input request refused: no retry carried an answer",
+		"input-request %v; %d answered input-response, %d %s entries", asked.Fields, len(answered), j.Count(kind), kind)
 }
 
 // hostTools are the fixture knobs of a server with the host tools.
@@ -64,8 +108,8 @@ func hostTools(extra Knobs) Knobs {
 }
 
 var _ = Spec(Requirement{
-	ID: "CORE-SAMPLING-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers", Eras: Legacy, ModernPending: pendingHandlers,
-	Statement: "An implementation MUST answer a server's sampling/createMessage through the host's sampling handler when the server's configuration says \"sampling\": true (the driver's model answers `echo: <text>`, sampling.answered), and MUST NOT offer sampling to a server without the setting: its request fails and nothing answers it.",
+	ID: "CORE-SAMPLING-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers", Eras: Both,
+	Statement: "An implementation MUST answer a server's sampling/createMessage through the host's sampling handler when the server's configuration says \"sampling\": true (the driver's model answers `echo: <text>`, sampling.answered), and MUST NOT offer sampling to a server without the setting: its request fails and nothing answers it. In the modern era the request is a multi round-trip input request of a tool result and the capabilities travel in each request's _meta.",
 	Source:    Source{handlersSource, "sampling through a pluggable callback, off by default and enabled per server"},
 	Needs:     []driver.Capability{driver.CapHostHandlers},
 }, func(h *H) {
@@ -78,16 +122,17 @@ var _ = Spec(Requirement{
 		"the server got the completion of model mcplife-driver", "sampling %v", got.Fields)
 	h.Await(Ev(event.SamplingAnswered, "fx", "outcome", "ok"))
 
-	refused := h.callRefused("mcp_off_sample", map[string]any{"text": "hello"}, "sampling failed", "sampling")
-	h.Verify(Journal, refused.Str("outcome") == "error", "the server without the setting got no completion", "sampling %v", refused.Fields)
+	h.callRefused("mcp_off_sample", map[string]any{"text": "hello"}, "sampling failed", "sampling",
+		func(e journal.Entry) bool { return e.Str("outcome") == "error" }, "the server without the setting got no completion")
+	h.offeredInCalls("sampling", "sampling")
 	// Bound: the call's answer came after the server's request failed.
 	h.Verify(Events, h.Count(Ev(event.SamplingAnswered, "off", "outcome", "ok")) == 0,
 		"no sampling.answered with outcome ok names the server without the setting", "%d", h.Count(Ev(event.SamplingAnswered, "off", "outcome", "ok")))
 })
 
 var _ = Spec(Requirement{
-	ID: "CORE-ROOTS-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers", Eras: Legacy, ModernPending: pendingHandlers,
-	Statement: "An implementation MUST advertise the roots of a server's \"roots\" configuration and answer its roots/list with them (roots.listed); a server without roots MUST NOT be offered the roots capability: its roots/list fails.",
+	ID: "CORE-ROOTS-001", Level: Must, Profile: driver.ProfileCore, Area: "handlers", Eras: Both,
+	Statement: "An implementation MUST advertise the roots of a server's \"roots\" configuration and answer its roots/list with them (roots.listed); a server without roots MUST NOT be offered the roots capability: its roots/list fails. In the modern era roots/list is a multi round-trip input request of a tool result and the capabilities travel in each request's _meta.",
 	Source:    Source{handlersSource, "roots, off by default and enabled per server"},
 	Needs:     []driver.Capability{driver.CapHostHandlers},
 }, func(h *H) {
@@ -101,8 +146,9 @@ var _ = Spec(Requirement{
 		"the server got its two roots as file URIs", "roots %v", got.Fields)
 	h.Await(Ev(event.RootsListed, "fx", "roots", "2"))
 
-	refused := h.callRefused("mcp_off_roots", map[string]any{}, "roots failed", "roots")
-	h.Verify(Journal, refused.Str("error") != "", "the server without roots had its roots/list refused", "roots %v", refused.Fields)
+	h.callRefused("mcp_off_roots", map[string]any{}, "roots failed", "roots",
+		func(e journal.Entry) bool { return e.Str("error") != "" }, "the server without roots had its roots/list refused")
+	h.offeredInCalls("roots", "roots")
 })
 
 var _ = Spec(Requirement{

@@ -194,6 +194,10 @@ var teeth = []teethRow{
 		"CORE-SAMPLING-001", nil},
 	{"roots-for-all", "the roots capability is offered to every server, whatever its \"roots\" setting",
 		"CORE-ROOTS-001", nil},
+	{"input-responses-dropped", "a multi round-trip retry echoes the requestState but drops the input responses",
+		"CORE-SAMPLING-001", []string{"CORE-ROOTS-001"}},
+	{"input-roots-unchecked", "a roots input request of the modern era is answered for every server: one without \"roots\" gets an empty list",
+		"CORE-ROOTS-001", nil},
 	{"lists-ignored", "\"resources\" and \"prompts\" are never listed after connect",
 		"CORE-LISTS-001", nil},
 	{"gate-held-by-failed", "only a connected server settles the startup gate: a failed one holds it until its timeout",
@@ -269,15 +273,38 @@ var racyTeeth = map[string][]string{
 }
 
 // teethEras is the label filter of the teeth runs: the legacy era, and the
-// requirements that exist in the modern era only.
-func teethEras() string {
+// requirements that exist in the modern era only, and those a variant's
+// modernTeeth entry names (both of their eras).
+func teethEras(fault string) string {
 	parts := []string{string(driver.EraLegacy)}
 	for _, r := range Requirements() {
 		if !r.Has(driver.EraLegacy) {
 			parts = append(parts, r.ID)
 		}
 	}
+	parts = append(parts, modernTeeth[fault].ids...)
 	return strings.Join(parts, " || ")
+}
+
+// eraTeeth names requirements of both eras whose modern run a variant's
+// run judges too: each must fail in the modern era, and in the legacy era
+// as well unless modernOnly (the defect is in the modern era's own code
+// path, so the legacy run passes).
+type eraTeeth struct {
+	ids        []string
+	modernOnly bool
+}
+
+// modernTeeth lists the variants whose rows hold in the modern era too
+// (the teeth runs judge the legacy era otherwise): the host handlers'
+// multi round-trip path of the stateless revision, and the defects of both
+// eras that must fail it there as well.
+var modernTeeth = map[string]eraTeeth{
+	"sampling-for-all":        {ids: []string{"CORE-SAMPLING-001"}},
+	"roots-for-all":           {ids: []string{"CORE-ROOTS-001"}},
+	"is-error-dropped":        {ids: []string{"CORE-ROOTS-001", "CORE-SAMPLING-001"}},
+	"input-responses-dropped": {ids: []string{"CORE-ROOTS-001", "CORE-SAMPLING-001"}, modernOnly: true},
+	"input-roots-unchecked":   {ids: []string{"CORE-ROOTS-001"}, modernOnly: true},
 }
 
 // teethRow is one deliberately broken variant: its MCPLIFE_FAULTS name, a
@@ -322,13 +349,15 @@ func buildFixture(t *testing.T) string {
 
 // teethRun is one run of `harness conformance` in its own process.
 type teethRun struct {
-	err      error // the run could not be made or read
-	exit     int
-	failing  []string
-	verdicts map[string]types.SpecState
-	skipped  map[string]string
-	output   string
-	took     time.Duration
+	err     error // the run could not be made or read
+	exit    int
+	failing []string
+	// failingKeys are the failing requirements by era (Key: ID@era).
+	failingKeys []string
+	verdicts    map[string]types.SpecState
+	skipped     map[string]string
+	output      string
+	took        time.Duration
 }
 
 // runHarness runs `bin conformance args...` with env added to ours and
@@ -369,9 +398,12 @@ func runHarness(ctx context.Context, dir, bin string, env []string, args ...stri
 	// skip that has one.
 	skips := map[string]string{}
 	for _, sr := range reports[0].SpecReports {
-		r, _, ok := reqOf(sr)
+		r, era, ok := reqOf(sr)
 		if !ok {
 			continue
+		}
+		if sr.State.Is(types.SpecStateFailureStates) {
+			run.failingKeys = append(run.failingKeys, Key(r.ID, era))
 		}
 		prev, seen := run.verdicts[r.ID]
 		switch {
@@ -464,7 +496,8 @@ func TestTeeth(t *testing.T) {
 	// both eras is judged (the table was measured there), plus the
 	// requirements of the modern era alone, so that each has its proof of
 	// teeth.
-	common := []string{"-fixture=" + buildFixture(t), "-label-filter=" + teethEras()}
+	fixture := "-fixture=" + buildFixture(t)
+	common := []string{fixture, "-label-filter=" + teethEras("")}
 	// The runs that must pass keep the default bounds: a correct runtime
 	// on a loaded machine must never be failed by one (the reference's
 	// CORE-HOSTILE-008 connects a server of 10,000 tools, which took more
@@ -472,7 +505,8 @@ func TestTeeth(t *testing.T) {
 	// variants and the do-nothing driver make specs wait for what never
 	// comes, or drivers that cannot shut down: their bounds are tighter,
 	// a backstop behind the evidence that ends their waits.
-	limits := append([]string{"-await-timeout=10s", "-shutdown-timeout=20s"}, common...)
+	bounds := []string{"-await-timeout=10s", "-shutdown-timeout=20s", fixture}
+	limits := append(slices.Clone(bounds), common[1:]...)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -514,7 +548,11 @@ func TestTeeth(t *testing.T) {
 		baseline := filepath.Join(t.TempDir(), v.fault+".baseline")
 		var b strings.Builder
 		fmt.Fprintf(&b, "# expected failures of the %s variant\n", v.fault)
+		et := modernTeeth[v.fault]
 		for _, id := range want {
+			if et.modernOnly && slices.Contains(et.ids, id) {
+				id = Key(id, driver.EraModern) // its legacy run passes
+			}
 			fmt.Fprintf(&b, "%s  teeth: %s\n", id, v.defect)
 		}
 		if err := os.WriteFile(baseline, []byte(b.String()), 0o644); err != nil {
@@ -523,7 +561,7 @@ func TestTeeth(t *testing.T) {
 		// The variants run in-process: the driver protocol is the same as
 		// through `harness driver` (the reference run above proves that
 		// path on every requirement), without a second process per run.
-		args := append([]string{"-baseline=" + baseline}, limits...)
+		args := append([]string{"-baseline=" + baseline, "-label-filter=" + teethEras(v.fault)}, bounds...)
 		if !full {
 			args = append(args, "-req="+strings.Join(want, ","))
 		}
@@ -616,6 +654,15 @@ func TestTeeth(t *testing.T) {
 				}
 				if !slices.Contains(run.failing, named) {
 					t.Errorf("variant %s does not fail %s, the requirement that names its defect", j.name, named)
+				}
+				et := modernTeeth[j.name]
+				for _, id := range et.ids {
+					for _, era := range []driver.Era{driver.EraLegacy, driver.EraModern} {
+						key := Key(id, era)
+						if want := era == driver.EraModern || !et.modernOnly; want != slices.Contains(run.failingKeys, key) {
+							t.Errorf("variant %s: %s failing=%v, want %v (modernTeeth)", j.name, key, !want, want)
+						}
+					}
 				}
 				racy := racyTeeth[j.name]
 				failing := slices.DeleteFunc(slices.Clone(run.failing), func(id string) bool { return slices.Contains(racy, id) })

@@ -83,6 +83,8 @@
 // Requests a server sends to the host:
 //
 //   - handlers.go, handlers_client.go: elicitation, sampling, roots
+//   - mrtr.go: the same, asked as multi round-trip input requests of a
+//     tool result in the stateless revision (SEP-2322)
 //   - handlers_lists.go: progress, resources and prompts
 //
 // TestDocFileMap checks that this list names every file of the package.

@@ -22,7 +22,8 @@ import (
 // slowDualEnv makes the test binary a stdio server of both eras that answers
 // server/discover late, the way a server of both eras does that reads its
 // first request before it is ready for it: on its first launch it reads
-// server/discover and the runtime's ping and answers neither; it answers
+// server/discover and the runtime's two requests (an unknown method, a
+// ping) and answers none of them; it answers
 // the discover, with a result, only once initialize has arrived, and then
 // refuses that initialize as go-sdk does after a discover ("duplicate
 // "initialize" received"). Later launches answer discover at once. The
@@ -71,7 +72,7 @@ func serveSlowDual(dir string) error {
 				return err
 			}
 		}
-		if launch == 1 && req.Method == "ping" {
+		if launch == 1 && (req.Method == "ping" || req.Method == discoverProbeMethod) {
 			continue // read, never answered
 		}
 		if held != nil {
@@ -133,12 +134,17 @@ func TestLateDiscoverOfDualEraServer(t *testing.T) {
 		opened <- err
 	}()
 	ctx := t.Context()
-	// Opening blocks until the first launch opens its end for writing.
-	pf, err := os.OpenFile(fifo, os.O_RDONLY, 0)
+	// Read and write: the open does not wait for the server, and a server
+	// that never writes fails the read at its deadline (a liveness bound:
+	// the server writes within milliseconds) instead of hanging the test.
+	pf, err := os.OpenFile(fifo, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pf.Close()
+	if err := pf.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	progress := bufio.NewScanner(pf)
 	read := func(want string) {
 		t.Helper()

@@ -36,7 +36,11 @@ var ErrSamplingOff = errors.New("sampling is not enabled for this server")
 // newClient makes the go-sdk client of one connection of s: the host-side
 // handlers enabled in s's config, and no capability for the others (go-sdk
 // advertises roots by default; the runtime does only for servers with
-// "roots").
+// "roots"), in initialize and, in the stateless era, in every request's
+// _meta alike (go-sdk takes both from the same options). The handlers
+// answer a server's requests (observeRequests) and, in the stateless era,
+// the input requests of its tool results (multiRoundTrip) by the same
+// rules.
 func (s *server) newClient(c *connection) *mcp.Client {
 	caps := &mcp.ClientCapabilities{}
 	s.mu.Lock()
@@ -51,6 +55,9 @@ func (s *server) newClient(c *connection) *mcp.Client {
 		Logger:                 s.rt.log,
 		ElicitationHandler:     s.elicitationHandler(), // handlers.go
 		CreateMessageHandler:   s.samplingHandler(),
+		// mrtr.go answers multi round-trip input requests under the
+		// runtime's rules; go-sdk's own middleware would bypass them.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	}
 	if s.cfg.Progress {
 		opts.ProgressNotificationHandler = func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -68,7 +75,8 @@ func (s *server) newClient(c *connection) *mcp.Client {
 		client.AddRoots(mcpRoots(roots)...)
 	}
 	client.AddReceivingMiddleware(s.observeRequests)
-	client.AddSendingMiddleware(cacheHints) // cachehints.go: hints read, go-sdk's own list cache bypassed
+	client.AddSendingMiddleware(s.multiRoundTrip) // mrtr.go
+	client.AddSendingMiddleware(cacheHints)       // cachehints.go: hints read, go-sdk's own list cache bypassed
 	return client
 }
 
@@ -81,17 +89,11 @@ func (s *server) observeRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "sampling/createMessage":
 			if s.samplingHandler() == nil {
-				reason := ErrSamplingOff.Error() + ` (set "sampling": true in its config)`
-				if s.cfg.Sampling {
-					reason = "the host has no sampling callback (host.Options.Sampling)"
-				}
 				messages := 0
 				if p, ok := req.GetParams().(*mcp.CreateMessageWithToolsParams); ok && p != nil {
 					messages = len(p.Messages)
 				}
-				s.emit(event.SamplingAnswered, event.String("outcome", "refused"), event.Int("messages", messages),
-					event.String("model", ""), event.String("error", reason))
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("sampling refused by the host for server %q: %s", s.name, reason)}
+				return nil, s.samplingRefusal(messages)
 			}
 		case "roots/list":
 			s.mu.Lock()
@@ -100,7 +102,7 @@ func (s *server) observeRequests(next mcp.MethodHandler) mcp.MethodHandler {
 			if off {
 				// go-sdk's client answers an empty list even without the
 				// capability; a server without "roots" gets a refusal.
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(`roots are not configured for server %q (set "roots" in its config)`, s.name)}
+				return nil, s.rootsRefusal()
 			}
 			res, err := next(ctx, method, req)
 			if lr, ok := res.(*mcp.ListRootsResult); ok && err == nil {
@@ -110,6 +112,25 @@ func (s *server) observeRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// samplingRefusal is the refusal of a sampling request (of messages
+// messages) to a server without a sampling handler: sampling.answered with
+// outcome refused, and the JSON-RPC error that names the reason.
+func (s *server) samplingRefusal(messages int) error {
+	reason := ErrSamplingOff.Error() + ` (set "sampling": true in its config)`
+	if s.cfg.Sampling {
+		reason = "the host has no sampling callback (host.Options.Sampling)"
+	}
+	s.emit(event.SamplingAnswered, event.String("outcome", "refused"), event.Int("messages", messages),
+		event.String("model", ""), event.String("error", reason))
+	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("sampling refused by the host for server %q: %s", s.name, reason)}
+}
+
+// rootsRefusal is the refusal of a roots request of a server without
+// "roots".
+func (s *server) rootsRefusal() error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(`roots are not configured for server %q (set "roots" in its config)`, s.name)}
 }
 
 // samplingHandler returns the sampling/createMessage handler, or nil when

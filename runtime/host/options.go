@@ -138,8 +138,10 @@ type Options struct {
 	// deeper (default 64).
 	MaxSchemaDepth int
 	// Sampling answers sampling/createMessage for servers whose config has
-	// "sampling": true; nil refuses every sampling request and advertises
-	// no sampling capability.
+	// "sampling": true, a request of the server in the handshake era and a
+	// multi round-trip input request of a tool result in the stateless
+	// revision; nil refuses every sampling request and advertises no
+	// sampling capability.
 	Sampling SamplingFunc
 	// Progress, when set, receives every notifications/progress of a tool
 	// call of a server whose config has "progress": true (after its
