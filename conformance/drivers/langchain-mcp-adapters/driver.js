@@ -10,6 +10,7 @@
 // README.md for what it claims and why.
 
 import { MultiServerMCPClient } from '@langchain/mcp-adapters';
+import FakeTimers from '@sinonjs/fake-timers';
 
 import { Wire, DriverError } from '../common/wire.js';
 import { toolName, flattenContent, packageVersion } from '../common/host.js';
@@ -297,6 +298,12 @@ wire = new Wire({
   // (@modelcontextprotocol/sdk's LATEST_PROTOCOL_VERSION, types.js): legacy only.
   eras: ['legacy'],
   handlers,
+  // virtual-clock: the library's timers are global setTimeout timers (the
+  // restart loop's delay, MultiServerMCPClient._attemptReconnect in
+  // dist/client.js; the tool timeout, AbortSignal.timeout in @langchain/core's
+  // ensureConfig, rebuilt on setTimeout by common/timers.js), and so are the
+  // SDK's under it (request timeouts, the stdio stop grace).
+  fakeTimers: FakeTimers,
   async onShutdown() {
     for (const s of sessions) wire.event('session.closed', { session: s });
     sessions.clear();
