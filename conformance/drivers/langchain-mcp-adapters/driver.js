@@ -13,6 +13,7 @@ import { MultiServerMCPClient } from '@langchain/mcp-adapters';
 import FakeTimers from '@sinonjs/fake-timers';
 
 import { Wire, DriverError } from '../common/wire.js';
+import { sleepReal } from '../common/clock.js';
 import { toolName, flattenContent, packageVersion } from '../common/host.js';
 
 const here = new URL('./', import.meta.url);
@@ -22,6 +23,8 @@ const VERSION = packageVersion(here, '@langchain/mcp-adapters');
 // the driver hands it for the configured policies.
 const DEFAULT_DELAY_MS = 1000;
 const BOUNDED = { maxAttempts: 3, delayMs: 2000 };
+// How long shutdown waits (real time) for connections still being made.
+const SHUTDOWN_CONNECT_WAIT_MS = 5000;
 
 let wire;
 let client = null; // the MultiServerMCPClient
@@ -307,7 +310,10 @@ wire = new Wire({
   async onShutdown() {
     for (const s of sessions) wire.event('session.closed', { session: s });
     sessions.clear();
-    if (initializing) await initializing.catch(() => {});
+    // A server still in its handshake holds initializeConnections until the
+    // SDK's request timeout: shutdown is bounded in real time, so wait a
+    // few seconds at most, then close what the library has connected.
+    if (initializing) await Promise.race([initializing.catch(() => {}), sleepReal(SHUTDOWN_CONNECT_WAIT_MS)]);
     if (client) {
       for (const [name, e] of seen) if (e.pid && connected(name)) wire.event('process.signaled', { server: name, attrs: { pid: e.pid, step: 'stdin-closed' } });
       await client.close().catch((err) => console.error('close:', err?.message ?? err));
