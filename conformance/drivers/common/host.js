@@ -81,9 +81,9 @@ const SERVER_FIELDS = new Set([
 /**
  * validate checks one server object and returns {def} or {field, message}.
  * def: {name, transport, command, args, env, url, headers, enabled,
- * restart, restartDelays, requiresApproval, source}.
+ * restart, restartDelays, requiresApproval, source, raw}.
  */
-function validate(name, s, source) {
+function validate(name, s, source, known = SERVER_FIELDS) {
   const bad = (field, message) => ({ field, message: `server ${JSON.stringify(name)}: ${field}: ${message}` });
   if (typeof s !== 'object' || s === null || Array.isArray(s)) return bad('', 'a server must be a JSON object');
   const hasCommand = s.command !== undefined;
@@ -120,8 +120,9 @@ function validate(name, s, source) {
       restart: s.restart,
       restartDelays: s.restartDelays,
       requiresApproval: s.requiresApproval ?? true,
-      ignored: Object.keys(s).filter((k) => !SERVER_FIELDS.has(k)),
+      ignored: Object.keys(s).filter((k) => !known.has(k)),
       source,
+      raw: s, // the server object as configured, for the fields a driver reads itself
     },
   };
 }
@@ -131,9 +132,12 @@ function validate(name, s, source) {
  * configFiles in order ({"mcpServers": {...}} objects); the first definition
  * of a name wins. It reports config.* events through emit and returns
  * {servers: [def...], invalid: [{name, error, source}]}. It does not look for
- * config files of its own (no config-discovery capability).
+ * config files of its own (no config-discovery capability). fields names the
+ * server fields beyond host.js's own that the driver reads itself (from the
+ * server object as configured), so they draw no config.warning.
  */
-export function loadConfig(params, emit) {
+export function loadConfig(params, emit, { fields = [] } = {}) {
+  const known = new Set([...SERVER_FIELDS, ...fields]);
   const entries = [];
   for (const [name, s] of Object.entries(params.inline ?? {})) {
     entries.push({ name, s, source: { file: '', level: 'inline', provider: 'inline' } });
@@ -164,7 +168,7 @@ export function loadConfig(params, emit) {
       continue;
     }
     seen.set(name, source);
-    const v = validate(name, s, source);
+    const v = validate(name, s, source, known);
     if (v.def) {
       servers.push(v.def);
       for (const k of v.def.ignored) {

@@ -3,12 +3,16 @@
 // stdin/stdout, one serialized writer, numbered events, requests handled
 // concurrently, tool.call outcomes as call_result lines, shutdown and EOF,
 // and timers.pending (capability pending-timers, announced for every
-// driver: timers.js sees the timers of the whole process).
+// driver: timers.js sees the timers of the whole process). A driver that
+// hands it @sinonjs/fake-timers (option fakeTimers) also announces
+// virtual-clock: start with clock "virtual" fakes the process's timers
+// (clock.js) and clock.advance, clock.pending and clock.now work on them.
 //
 // It has no dependencies and knows nothing about MCP: a driver gives it a
 // table of method handlers and an implementation to announce.
 
 import { pendingTimers } from './timers.js';
+import { VirtualClock, realSetTimeout } from './clock.js';
 import readline from 'node:readline';
 import { performance } from 'node:perf_hooks';
 
@@ -39,9 +43,13 @@ console.debug = console.error;
  * modern), announced in hello.
  */
 export class Wire {
-  constructor({ implementation, capabilities, profiles, eras, handlers, onShutdown }) {
+  constructor({ implementation, capabilities, profiles, eras, handlers, onShutdown, fakeTimers }) {
     this.implementation = implementation;
-    this.capabilities = [...capabilities, 'pending-timers'];
+    // fakeTimers: the @sinonjs/fake-timers module, from the driver's own
+    // node_modules; with it the driver announces virtual-clock.
+    this.fakeTimers = fakeTimers;
+    this.capabilities = [...(fakeTimers ? ['virtual-clock'] : []), ...capabilities, 'pending-timers'];
+    this.clock = null; // the VirtualClock after a start with clock "virtual"
     this.profiles = profiles;
     this.eras = eras;
     this.handlers = handlers;
@@ -53,8 +61,12 @@ export class Wire {
     this.calls = new Map(); // callId -> {done, abort()}
   }
 
-  /** now returns the driver clock's offset from start in whole ms (real time). */
+  /**
+   * now returns the driver clock's offset from start in whole ms: real
+   * time, or virtual time after a start with clock "virtual".
+   */
   now() {
+    if (this.clock) return this.clock.now();
     return Math.floor(performance.now() - this.t0);
   }
 
@@ -154,6 +166,10 @@ export class Wire {
       this.respond(id, {});
       process.exit(0);
     }
+    if (method === 'clock.advance' || method === 'clock.pending') {
+      this.clockMethod(id, method, params);
+      return;
+    }
     if (this.closing) {
       this.fail(id, 'shutting_down', 'the driver is shutting down');
       return;
@@ -174,6 +190,7 @@ export class Wire {
     }
     if (method === 'timers.pending') {
       if (!this.started) return this.fail(id, 'not_started', 'start first');
+      if (this.clock) return this.fail(id, 'unsupported', 'timers.pending is the real clock\'s; this driver started with clock "virtual" (use clock.pending)');
       this.respond(id, { timersMs: pendingTimers() });
       return;
     }
@@ -189,10 +206,11 @@ export class Wire {
       if (params.clock !== 'real' && params.clock !== 'virtual') {
         return this.fail(id, 'bad_request', 'start.clock must be "virtual" or "real"');
       }
-      if (params.clock === 'virtual') {
+      if (params.clock === 'virtual' && !this.fakeTimers) {
         return this.fail(id, 'unsupported', 'this driver runs on the real clock only (no virtual-clock capability)');
       }
       this.t0 = performance.now();
+      if (params.clock === 'virtual' && !this.clock) this.clock = new VirtualClock(this.fakeTimers);
     } else if (!this.started) {
       return this.fail(id, 'not_started', 'start first');
     }
@@ -209,17 +227,44 @@ export class Wire {
     }
   }
 
+  /**
+   * clockMethod answers clock.advance and clock.pending (capability
+   * virtual-clock), in the order of docs/DRIVER.md section 5.
+   */
+  async clockMethod(id, method, params) {
+    if (!this.fakeTimers) return this.fail(id, 'unsupported', `${method} needs the virtual-clock capability, which this driver does not announce`);
+    if (this.closing) return this.fail(id, 'shutting_down', 'the driver is shutting down');
+    const fields = method === 'clock.advance' ? ['ms'] : [];
+    const extra = Object.keys(params).filter((k) => !fields.includes(k));
+    if (extra.length > 0) return this.fail(id, 'bad_request', `unknown params field ${JSON.stringify(extra[0])}`);
+    if (method === 'clock.advance' && !(Number.isInteger(params.ms) && params.ms >= 0)) {
+      return this.fail(id, 'bad_request', 'clock.advance needs ms, a non-negative integer');
+    }
+    if (!this.started) return this.fail(id, 'not_started', 'start first');
+    if (!this.clock) return this.fail(id, 'unsupported', `${method} needs clock "virtual"; this driver started with clock "real"`);
+    if (method === 'clock.pending') return this.respond(id, { timersMs: this.clock.pending() });
+    try {
+      this.respond(id, { nowMs: await this.clock.advance(params.ms) });
+    } catch (err) {
+      this.fail(id, 'failed', err?.message ?? String(err));
+    }
+  }
+
   /** shutdown aborts every call in flight and closes the implementation, once. */
   shutdown() {
     if (!this.closing) {
       this.closing = (async () => {
+        // shutdown is bounded in real time whatever the clock: the virtual
+        // clock follows real time from here on, so the library's stop
+        // grace waits pass as they would on the real clock.
+        this.clock?.followRealTime();
         const pending = [...this.calls.values()].filter((c) => !c.done);
         for (const c of pending) c.abort('shutdown');
         // Aborted calls write their call_result lines before the response;
         // bounded in real time.
         await Promise.race([
           Promise.allSettled(pending.map((c) => c.promise)),
-          new Promise((r) => setTimeout(r, 5000).unref()),
+          new Promise((r) => realSetTimeout(r, 5000).unref()),
         ]);
         try {
           await this.onShutdown?.();

@@ -10,8 +10,10 @@
 // README.md for what it claims and why.
 
 import { MultiServerMCPClient } from '@langchain/mcp-adapters';
+import FakeTimers from '@sinonjs/fake-timers';
 
 import { Wire, DriverError } from '../common/wire.js';
+import { sleepReal } from '../common/clock.js';
 import { toolName, flattenContent, packageVersion } from '../common/host.js';
 
 const here = new URL('./', import.meta.url);
@@ -21,6 +23,8 @@ const VERSION = packageVersion(here, '@langchain/mcp-adapters');
 // the driver hands it for the configured policies.
 const DEFAULT_DELAY_MS = 1000;
 const BOUNDED = { maxAttempts: 3, delayMs: 2000 };
+// How long shutdown waits (real time) for connections still being made.
+const SHUTDOWN_CONNECT_WAIT_MS = 5000;
 
 let wire;
 let client = null; // the MultiServerMCPClient
@@ -297,10 +301,19 @@ wire = new Wire({
   // (@modelcontextprotocol/sdk's LATEST_PROTOCOL_VERSION, types.js): legacy only.
   eras: ['legacy'],
   handlers,
+  // virtual-clock: the library's timers are global setTimeout timers (the
+  // restart loop's delay, MultiServerMCPClient._attemptReconnect in
+  // dist/client.js; the tool timeout, AbortSignal.timeout in @langchain/core's
+  // ensureConfig, rebuilt on setTimeout by common/timers.js), and so are the
+  // SDK's under it (request timeouts, the stdio stop grace).
+  fakeTimers: FakeTimers,
   async onShutdown() {
     for (const s of sessions) wire.event('session.closed', { session: s });
     sessions.clear();
-    if (initializing) await initializing.catch(() => {});
+    // A server still in its handshake holds initializeConnections until the
+    // SDK's request timeout: shutdown is bounded in real time, so wait a
+    // few seconds at most, then close what the library has connected.
+    if (initializing) await Promise.race([initializing.catch(() => {}), sleepReal(SHUTDOWN_CONNECT_WAIT_MS)]);
     if (client) {
       for (const [name, e] of seen) if (e.pid && connected(name)) wire.event('process.signaled', { server: name, attrs: { pid: e.pid, step: 'stdin-closed' } });
       await client.close().catch((err) => console.error('close:', err?.message ?? err));

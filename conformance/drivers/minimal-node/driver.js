@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The smallest useful mcplife-driver/2 driver: the MCP TypeScript SDK's
 // Client behind the driver protocol, claiming the core profile on the real
-// clock. docs/DRIVER.md section 13 builds it step by step; a test checks
-// that the tutorial's code blocks are this file.
+// clock or a virtual one. docs/DRIVER.md section 13 builds it step by step;
+// a test checks that the tutorial's code blocks are this file.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import readline from 'node:readline';
@@ -10,10 +10,13 @@ import { performance } from 'node:perf_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import FakeTimers from '@sinonjs/fake-timers';
 
 console.log = console.error; // stdout carries protocol lines only
+const realSetTimeout = setTimeout; // for real-time waits, whatever the clock
+let clock; // the fake clock, after a start with clock "virtual" (step 8)
 const t0 = performance.now();
-const now = () => Math.floor(performance.now() - t0);
+const now = () => (clock ? clock.now : Math.floor(performance.now() - t0));
 const send = (line) => process.stdout.write(JSON.stringify(line) + '\n');
 let seq = 0;
 function emit(kind, server, attrs, session) {
@@ -36,7 +39,7 @@ let options = {};
 let env = {};
 
 function start(params) {
-  if (params.clock !== 'real') throw new Failure('unsupported', 'this driver has only the real clock');
+  if (params.clock === 'virtual') startVirtualClock();
   options = params.options ?? {};
   env = params.env ?? process.env;
   for (const [name, def] of Object.entries(params.inline ?? {})) {
@@ -155,7 +158,8 @@ function exposeTools(s, listed) {
 
 async function connect(s) {
   s.state = 'connecting';
-  emit('server.connecting', s.name, { transport: 'stdio', attempt: 0, timeout_ms: 30000 });
+  const timeout = s.def.timeout ?? 30000; // the server's connect timeout
+  emit('server.connecting', s.name, { transport: 'stdio', attempt: 0, timeout_ms: timeout });
   const transport = new GroupTransport(s);
   // On notifications/tools/list_changed the SDK lists the tools again.
   const onChanged = (err, listed) => {
@@ -165,11 +169,11 @@ async function connect(s) {
   const client = new Client({ name: 'mcplife-minimal-node', version: '0.1.0' }, { listChanged: { tools: { onChanged } } });
   s.transport = transport;
   try {
-    await client.connect(transport, { timeout: 30000 });
+    await client.connect(transport, { timeout });
     const listed = [];
     let cursor;
     do {
-      const page = await client.listTools(cursor ? { cursor } : {});
+      const page = await client.listTools(cursor ? { cursor } : {}, { timeout });
       listed.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor);
@@ -185,7 +189,7 @@ async function connect(s) {
     };
     emit('server.connected', s.name, { transport: 'stdio', attempt: 0, tools: s.tools.length, protocol: '' });
   } catch (err) {
-    await new Promise((r) => setTimeout(r, 50)); // let the stderr pipe drain
+    await new Promise((r) => realSetTimeout(r, 50)); // let the stderr pipe drain
     s.state = 'failed';
     s.error = `${err.message}; stderr: ${s.stderr.trim()}`;
     emit('server.failed', s.name, { transport: 'stdio', error: err.message, stderr: s.stderr.trim() });
@@ -274,7 +278,7 @@ async function runCall(p, signal) {
     return { result: { ...result, text: message, code: 'unknown_tool' }, error: { code: 'unknown_tool', message } };
   }
   const s = servers.get(tool.server);
-  const timeout = p.timeoutMs ?? options.toolTimeoutMs ?? 60000;
+  const timeout = p.timeoutMs ?? s.def.toolTimeout ?? options.toolTimeoutMs ?? 60000;
   emit('tool.call_started', s.name, { call: p.callId, tool: p.tool }, p.session);
   let code = '';
   let message = '';
@@ -313,6 +317,7 @@ function cancelCall({ callId }) {
 let closing;
 function shutdown() {
   closing ??= (async () => {
+    clock?.setTickMode({ mode: 'interval', delta: 10 }); // bounded in real time
     const running = [...calls.values()].filter((c) => !c.done);
     running.forEach((c) => c.controller.abort('shutdown'));
     await Promise.all(running.map((c) => c.promise));
@@ -329,7 +334,7 @@ const methods = {
   hello: () => ({
     protocol: 'mcplife-driver/2',
     implementation: { name: 'mcplife-minimal-node', version: '0.1.0' },
-    capabilities: ['status', 'journal-pid'],
+    capabilities: ['virtual-clock', 'status', 'journal-pid'],
     profiles: ['core'],
     eras: ['legacy'], // the SDK negotiates 2025-11-25 at most
   }),
@@ -344,6 +349,8 @@ const methods = {
   'tool.cancel': cancelCall,
   status,
   'clock.now': () => ({ nowMs: now() }),
+  'clock.advance': advance,
+  'clock.pending': pending,
 };
 
 let started = false;
@@ -376,3 +383,24 @@ async function handle(line) {
 
 readline.createInterface({ input: process.stdin }).on('line', (line) => line.trim() && handle(line));
 process.stdin.on('end', () => shutdown().then(() => process.exit(0)));
+
+// Step 8: the virtual clock. The SDK arms its request timeouts with the
+// global setTimeout, and so do the stop graces above: fake those four
+// functions and nothing else, and only waiting becomes virtual.
+function startVirtualClock() {
+  clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+}
+function virtual() {
+  if (!clock) throw new Failure('unsupported', 'the driver was started with clock "real"');
+  return clock;
+}
+async function advance({ ms }) {
+  if (!Number.isInteger(ms) || ms < 0) throw new Failure('bad_request', 'ms must be a non-negative integer');
+  await virtual().tickAsync(ms); // fires the timers it passes, in deadline order
+  return { nowMs: now() };
+}
+function pending() {
+  const timers = virtual().timers?.values() ?? []; // none before the first timer
+  const left = [...timers].map((t) => Math.ceil(t.callAt - clock.now));
+  return { timersMs: left.sort((a, b) => a - b) };
+}

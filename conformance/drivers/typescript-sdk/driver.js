@@ -13,8 +13,10 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import FakeTimers from '@sinonjs/fake-timers';
 
 import { Wire, DriverError } from '../common/wire.js';
+import { sleepReal } from '../common/clock.js';
 import { loadConfig, toolName, agentSchema, flattenContent, Tail, packageVersion } from '../common/host.js';
 
 const SDK_VERSION = packageVersion(new URL('./', import.meta.url), '@modelcontextprotocol/sdk');
@@ -51,6 +53,13 @@ class Server {
     this.stopping = false;
     this.closed = false;
     this.restartTimer = null;
+    // The SDK's per-request timeout where the configuration names one: the
+    // server's "timeout" bounds each request of the connect (initialize,
+    // then each tools/list page), its "toolTimeout" each tool call (0:
+    // none), above options.toolTimeoutMs.
+    const raw = def.raw ?? {};
+    this.connectTimeout = Number.isInteger(raw.timeout) && raw.timeout > 0 ? raw.timeout : CONNECT_TIMEOUT_MS;
+    this.toolTimeout = Number.isInteger(raw.toolTimeout) && raw.toolTimeout >= 0 ? raw.toolTimeout : undefined;
   }
 
   get name() {
@@ -103,7 +112,7 @@ class Server {
       this.state = attempt > 0 ? 'restarting' : 'connecting';
       this.stderr = new Tail();
       this.pid = 0;
-      wire.event('server.connecting', { server: this.name, attrs: { transport: d.transport, attempt, timeout_ms: CONNECT_TIMEOUT_MS } });
+      wire.event('server.connecting', { server: this.name, attrs: { transport: d.transport, attempt, timeout_ms: this.connectTimeout } });
       // The SDK's own list_changed support: after its debounce it lists the
       // tools again (one page) and hands them over.
       const client = new Client(
@@ -121,11 +130,11 @@ class Server {
       };
       client.onerror = (err) => console.error(`[${this.name}] ${err?.message ?? err}`);
       try {
-        await client.connect(transport, { timeout: CONNECT_TIMEOUT_MS });
+        await client.connect(transport, { timeout: this.connectTimeout });
         const tools = [];
         let cursor;
         do {
-          const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: CONNECT_TIMEOUT_MS });
+          const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.connectTimeout });
           tools.push(...page.tools);
           cursor = page.nextCursor;
         } while (cursor);
@@ -141,8 +150,9 @@ class Server {
         for (const s of sessions.keys()) this.announceTools(s);
         return true;
       } catch (err) {
-        // stderr arrives on its own stream: give it a moment to drain.
-        await new Promise((r) => setTimeout(r, 20));
+        // stderr arrives on its own stream: give it a moment (of real time,
+        // whatever the clock) to drain.
+        await sleepReal(20);
         const tail = this.stderr.toString();
         this.error = String(err?.message ?? err) + (tail ? `; stderr: ${tail}` : '');
         this.state = 'failed';
@@ -293,7 +303,7 @@ async function callTool(p, signal) {
   }
   const srv = servers.get(t.server);
   const call = `${p.session}-${p.callId}`;
-  const timeout = p.timeoutMs ?? options.toolTimeoutMs ?? SDK_DEFAULT_TIMEOUT_MS;
+  const timeout = p.timeoutMs ?? srv.toolTimeout ?? options.toolTimeoutMs ?? SDK_DEFAULT_TIMEOUT_MS;
   wire.event('tool.call_started', { server: srv.name, session: p.session, attrs: { call, tool: t.name } });
   const finish = (outcome, code) =>
     wire.event('tool.call_finished', { server: srv.name, session: p.session, attrs: { call, tool: t.name, outcome, code } });
@@ -331,7 +341,7 @@ async function callTool(p, signal) {
 const handlers = {
   async start(p) {
     options = p.options ?? {};
-    const cfg = loadConfig(p, (kind, e) => wire.event(kind, e));
+    const cfg = loadConfig(p, (kind, e) => wire.event(kind, e), { fields: ['toolTimeout'] });
     for (const def of cfg.servers) {
       servers.set(def.name, new Server(def));
       if (!def.enabled) wire.event('server.disabled', { server: def.name, attrs: { file: def.source.file } });
@@ -421,6 +431,10 @@ wire = new Wire({
   // SUPPORTED_PROTOCOL_VERSIONS in its types.js): legacy only.
   eras: ['legacy'],
   handlers,
+  // virtual-clock: the SDK's timers (Protocol request timeouts, the stdio
+  // stop grace, the list_changed debounce, the streamable HTTP reconnection
+  // delay) and the driver's restart backoff are global setTimeout timers.
+  fakeTimers: FakeTimers,
   async onShutdown() {
     for (const s of sessions.keys()) wire.event('session.closed', { session: s });
     sessions.clear();
