@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -293,6 +294,51 @@ var _ = Spec(Requirement{
 	h.Measure("%s, %d session-expired, %d initialize", callEnded(r, ok, took, "it was made"), j.Count("session-expired"), j.Count("initialize"))
 	h.Verify(Response, succeeded(r, ok, "new session"), "the call answers within 10 s", "%s after %s", outcomeOf(r, ok), seconds(took))
 	h.Verify(Journal, j.Count("session-expired") >= 1 && j.Count("initialize") >= 2, "the server answered 404 for the old session, and a new one was initialized", "%d session-expired, %d initialize", j.Count("session-expired"), j.Count("initialize"))
+})
+
+// slowStartMs is how long the slow server of FIELD-SLOW-001 holds its
+// opening request (initialize, or server/discover): long enough that a
+// client waiting for it shows in the measurement, far inside fieldBound.
+const slowStartMs = 4000
+
+var _ = Spec(Requirement{
+	ID: "FIELD-SLOW-001", Level: Must, Profile: ProfileField, Area: "connect", Eras: Both,
+	Statement: "An implementation MUST answer a call to each of two fast stdio servers and to a third that takes 4 s to answer its opening request, all started together, within 10 s of the start, and MUST NOT drop the slow server's tools.",
+	Source:    Source{"field failure 8", "Time to first turn tracks the slowest of ~25 servers; a session start blocked 192 s on one stalled server (and field failure 12: a slow initialize silently drops that server's tools for the whole session). Needs: the bounded startup gate, late registration instead of silent loss."},
+}, func(h *H) {
+	started := time.Now()
+	rep := h.fieldStartServers(map[string]Server{
+		"fast1": h.Fixture("fast1", nil),
+		"fast2": h.Fixture("fast2", nil),
+		"slow":  h.Fixture("slow", Knobs{"MCP_FIXTURE_INIT_DELAY_MS": strconv.Itoa(slowStartMs)}),
+	})
+	opened := time.Since(started)
+	answeredAt := map[string]time.Duration{}
+	var lines []string
+	for _, name := range []string{"fast1", "fast2", "slow"} {
+		tool, _ := h.exposedWithin(name, "echo", started, fieldBound)
+		if tool == "" {
+			lines = append(lines, name+": never listed"+openError(rep, name))
+			continue
+		}
+		_, recovered, last := h.retryUntil(tool, started, fieldBound)
+		if !recovered {
+			lines = append(lines, fmt.Sprintf("%s: no answer within %s (last %s)", name, seconds(fieldBound), last))
+			continue
+		}
+		answeredAt[name] = time.Since(started)
+		lines = append(lines, fmt.Sprintf("%s answered %s after the start", name, seconds(answeredAt[name])))
+	}
+	h.Measure("session open %s after the start; %s", seconds(opened), strings.Join(lines, "; "))
+	for _, name := range []string{"fast1", "fast2"} {
+		_, ok := answeredAt[name]
+		h.Verify(Response, ok, "a call to fast server "+name+" answers within 10 s of the start", "%s", strings.Join(lines, "; "))
+	}
+	_, ok := answeredAt["slow"]
+	h.Verify(Response, ok, "the slow server's tools are listed and a call to it answers within 10 s of the start", "%s", strings.Join(lines, "; "))
+	slow := h.Journal("slow")
+	h.Verify(Journal, slow.Count("open") >= 1 && len(slow.Where("call-end", "tool", "echo")) >= 1,
+		"the slow server held its opening request and then served the call", "%d opening requests, %d echo calls", slow.Count("open"), len(slow.Where("call-end", "tool", "echo")))
 })
 
 // probeBound is how soon after the start a call to a server that ignores

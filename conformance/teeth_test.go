@@ -257,6 +257,8 @@ var teeth = []teethRow{
 		"FIELD-UNAVAILABLE-001", nil},
 	{"lost-shown-connecting", "a lost connection leaves the server shown connecting and nothing reconnects: calls wait for their timeout",
 		"FIELD-EXIT-001", []string{"SEC-STDOUT-001"}},
+	{"gate-gives-up-on-slow", "the startup gate gives up on a slow server at its timeout: the session opens without it, and its tools never reach the session (a slow initialize silently drops them)",
+		"FIELD-SLOW-001", nil},
 	{"discover-no-ping", "a server that read server/discover and left it unanswered is never pinged: the runtime waits out the probe timeout before it takes it for a handshake-era server",
 		"FIELD-PROBE-001", nil},
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/mcplife/mcplife/internal/fixturelink"
 )
@@ -32,7 +33,14 @@ func writeEraWrapper(dir, era, target string) (string, error) {
 		"# target: " + target + "\n" +
 		"exec " + shellQuote(target) + " \"$@\"\n"
 	p := filepath.Join(dir, fixturelink.Name)
-	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+	// No fork while the file is open for writing: a child forked then
+	// would hold the write descriptor until its exec, and an exec of the
+	// wrapper meanwhile fails with ETXTBSY (text file busy). Forks take
+	// syscall.ForkLock for writing.
+	syscall.ForkLock.RLock()
+	err := os.WriteFile(p, []byte(script), 0o755)
+	syscall.ForkLock.RUnlock()
+	if err != nil {
 		return "", fmt.Errorf("era wrapper: %w", err)
 	}
 	return p, nil

@@ -83,6 +83,40 @@ const SERVER_FIELDS = new Set([
  * def: {name, transport, command, args, env, url, headers, enabled,
  * restart, restartDelays, requiresApproval, source, raw}.
  */
+/**
+ * expandVars replaces ${VAR} and ${VAR:-default} in s with lookup(VAR), as
+ * mcplife's configs do (runtime/config Expand): :-default applies when VAR
+ * is unset or empty; an unknown ${VAR} stays as written; the result is not
+ * expanded again.
+ */
+export function expandVars(s, lookup) {
+  return s.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}/g, (ref, name, dflt, value) => {
+    const v = lookup(name);
+    if (dflt !== undefined) return v === undefined || v === '' ? value : v;
+    return v === undefined ? ref : v;
+  });
+}
+
+// expandServer expands ${VAR} in a valid server's command, args and env
+// values from the start request's environment; its url and header values
+// too, but for a project-level file only from the server's own env block,
+// so that a cloned repository cannot send the user's variables to a server
+// of its choosing (as mcplife's runtime does).
+function expandServer(def, env) {
+  const proc = (k) => env[k];
+  const own = def.env;
+  const net = def.source.level === 'project' ? (k) => own[k] : proc;
+  const map = (o, lookup) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, expandVars(v, lookup)]));
+  return {
+    ...def,
+    command: def.command === undefined ? undefined : expandVars(def.command, proc),
+    args: def.args.map((a) => expandVars(a, proc)),
+    env: map(def.env, proc),
+    url: def.url === undefined ? undefined : expandVars(def.url, net),
+    headers: map(def.headers, net),
+  };
+}
+
 function validate(name, s, source, known = SERVER_FIELDS) {
   const bad = (field, message) => ({ field, message: `server ${JSON.stringify(name)}: ${field}: ${message}` });
   if (typeof s !== 'object' || s === null || Array.isArray(s)) return bad('', 'a server must be a JSON object');
@@ -170,7 +204,7 @@ export function loadConfig(params, emit, { fields = [] } = {}) {
     seen.set(name, source);
     const v = validate(name, s, source, known);
     if (v.def) {
-      servers.push(v.def);
+      servers.push(expandServer(v.def, params.env ?? {}));
       for (const k of v.def.ignored) {
         emit('config.warning', { server: name, attrs: { file: source.file, field: k, message: `field ${k} is not supported and was ignored` } });
       }

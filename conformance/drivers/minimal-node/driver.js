@@ -37,6 +37,12 @@ const servers = new Map(); // name -> server state
 const sessions = new Set();
 let options = {};
 let env = {};
+// expand replaces ${VAR} and ${VAR:-default} in a server's command, args
+// and env values from start.env, as mcplife's configs do; an unknown
+// ${VAR} stays as written.
+const expand = (s) =>
+  s.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}/g, (ref, name, dflt, value) =>
+    dflt !== undefined ? (env[name] || value) : (env[name] ?? ref));
 
 function start(params) {
   if (params.clock === 'virtual') startVirtualClock();
@@ -66,9 +72,11 @@ class GroupTransport {
     this.buffer = new ReadBuffer(); // a line longer than 10 MiB throws
   }
   async start() {
-    const { command, args = [], env: own = {} } = this.s.def;
+    const { args = [], env: raw = {} } = this.s.def;
+    const command = expand(this.s.def.command);
+    const own = Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, expand(v)]));
     const allowed = { PATH: env.PATH ?? process.env.PATH, HOME: env.HOME, TMPDIR: env.TMPDIR };
-    const child = spawn(command, args, { env: { ...allowed, ...own }, stdio: 'pipe', detached: true });
+    const child = spawn(command, args.map(expand), { env: { ...allowed, ...own }, stdio: 'pipe', detached: true });
     await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
     this.child = child;
     const name = this.s.name;
