@@ -114,6 +114,10 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 		return nil, nil, "", "", rt.connectFailed(s, failedAttempt{ctx: tctx, err: err, proc: p, remote: rc})
 	}
 	stray, _ := transport.(*strayTransport) // before the discover watch wraps it
+	keeper := s.listenGuard(transport)
+	if keeper != nil {
+		transport = keeper
+	}
 	// A server/discover the server will not answer is answered by the
 	// runtime and the handshake goes on (discoverWatch; stdio only: over
 	// HTTP the status of the reply tells the eras apart).
@@ -141,6 +145,9 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 	}
 	if rc != nil {
 		rc.conn = c
+	}
+	if keeper != nil {
+		keeper.conn = c
 	}
 	c.stray = stray
 	client := s.newClient(c) // handlers_client.go

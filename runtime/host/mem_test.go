@@ -26,6 +26,8 @@ type memServer struct {
 	initWait chan struct{}     // while non-nil, initialize waits on it
 	srv      *mcp.Server       // the latest server
 	tools    func(*mcp.Server) // adds tools
+	// wrap, when set, wraps the server's side of each connection.
+	wrap     func(mcp.Transport) mcp.Transport
 	launches atomic.Int32
 	sessions []*mcp.ServerSession
 	conns    []mcp.Connection
@@ -80,7 +82,11 @@ func (m *memServer) dial(ctx context.Context) (mcp.Transport, error) {
 		m.tools(srv)
 	}
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
+	var server mcp.Transport = st
+	if m.wrap != nil {
+		server = m.wrap(st)
+	}
+	ss, err := srv.Connect(ctx, server, nil)
 	if err != nil {
 		return nil, err
 	}
