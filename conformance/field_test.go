@@ -81,6 +81,16 @@ func TestFailedChecks(t *testing.T) {
 	if got, want := FailedChecks("awaiting tools.registered: timed out after 60s (pid 123) in /tmp/x-42/journal\nmore"), []string{"outside a check: awaiting tools.registered: timed out after Ns (pid N) in PATH"}; !slices.Equal(got, want) {
 		t.Errorf("FailedChecks outside a check = %q, want %q", got, want)
 	}
+	// A failed wait is fingerprinted by what it awaited, the same whether
+	// the implementation went idle or the await bound ran out.
+	idle := "await failed after 2.273s of real time: the implementation went idle: nothing in flight for 250ms\n  awaited: journal fx: 1 \"tools-list\" entries\n  seen instead: journal fx: last 4 of 4 entries"
+	timedOut := "await timed out after 1m0.002s of real time (-await-timeout 1m0s): driver: context deadline exceeded\n  awaited: journal fx: 1 \"tools-list\" entries"
+	want := []string{`outside a check: await: journal fx: N "tools-list" entries`}
+	for _, msg := range []string{idle, timedOut} {
+		if got := FailedChecks(msg); !slices.Equal(got, want) {
+			t.Errorf("FailedChecks(%q) = %q, want %q", msg, got, want)
+		}
+	}
 }
 
 // A baseline entry pins its failing checks with indented fails: lines; a

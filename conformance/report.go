@@ -140,6 +140,17 @@ func (b *Baseline) pinned(id string, era driver.Era) []string {
 	return b.Fails[id]
 }
 
+// awaitedLine returns what a failed wait awaited: the rest of its
+// message's first line that starts with "awaited: ".
+func awaitedLine(msg string) (string, bool) {
+	for _, l := range strings.Split(msg, "\n") {
+		if a, ok := strings.CutPrefix(strings.TrimSpace(l), "awaited: "); ok {
+			return a, true
+		}
+	}
+	return "", false
+}
+
 // failedCheck matches the first line of a failed check (H.Verify, Claim).
 var failedCheck = regexp.MustCompile(`^\s*\[(journal|process|files|events|response)\] expected: (.+)$`)
 
@@ -155,11 +166,14 @@ const outsideCheck = "outside a check: "
 
 // FailedChecks returns the checks a failure message names: "[source]
 // claim" for each failed check (H.Verify, Claim, soft checks), or, for a
-// failure outside a check (an await that ran out, a protocol error),
-// "outside a check: " and its first line with every path replaced by PATH
-// and every number by N. The result is the failure's
-// fingerprint: the same defect fails the same checks from run to run,
-// whatever it measured.
+// failure outside a check, "outside a check: " and what failed: for a wait
+// that ended without what it waited for, "await: " and what it awaited
+// (its "awaited:" line), whether the wait ended because the
+// implementation went idle or at the await bound, which depends on the
+// machine's load; otherwise (a protocol error, say) the message's first
+// line. Every path is replaced by PATH and every number by N. The result
+// is the failure's fingerprint: the same defect fails the same checks from
+// run to run, whatever it measured.
 func FailedChecks(msg string) []string {
 	var out []string
 	for _, l := range strings.Split(msg, "\n") {
@@ -168,7 +182,11 @@ func FailedChecks(msg string) []string {
 		}
 	}
 	if len(out) == 0 && strings.TrimSpace(msg) != "" {
-		first := digits.ReplaceAllString(paths.ReplaceAllString(firstLine(msg), "PATH"), "N")
+		what := firstLine(msg)
+		if a, ok := awaitedLine(msg); ok {
+			what = "await: " + a
+		}
+		first := digits.ReplaceAllString(paths.ReplaceAllString(what, "PATH"), "N")
 		if len(first) > 160 {
 			first = first[:160]
 		}
