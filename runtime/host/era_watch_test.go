@@ -89,44 +89,109 @@ func TestDiscoverWatchAnswersUnansweredDiscover(t *testing.T) {
 	}
 }
 
-// watchServer is the server end of an in-memory connection for the
-// discover watch's tests: it hands each request it reads to the test.
-func watchServer(t *testing.T, ctx context.Context, st mcp.Transport) (mcp.Connection, <-chan *jsonrpc.Request) {
+// watchRig is a discover watch over an in-memory connection, on a fake
+// clock, with a go-sdk client connecting through it (asking 2026-07-28)
+// and the server end read by the test: the harness of the watch's tests.
+type watchRig struct {
+	t         *testing.T
+	ctx       context.Context
+	clk       *clocktest.Fake
+	dw        *discoverWatch
+	expired   atomic.Int32
+	srv       mcp.Connection
+	reqs      chan *jsonrpc.Request // the calls the server read
+	connected chan error
+	cs        *mcp.ClientSession // once connected says nil
+}
+
+// newWatchRig starts the rig: unread is the pipe the watch looks at.
+func newWatchRig(t *testing.T, unread func() (int, bool)) *watchRig {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	t.Cleanup(cancel)
+	ct, st := mcp.NewInMemoryTransports()
+	r := &watchRig{t: t, ctx: ctx, clk: clocktest.New(), reqs: make(chan *jsonrpc.Request, 8), connected: make(chan error, 1)}
+	r.dw = &discoverWatch{inner: ct, clock: r.clk, timeout: 3 * time.Second, step: discoverStep(3 * time.Second),
+		unread: unread, expired: func() { r.expired.Add(1) }}
 	srv, err := st.Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	reqs := make(chan *jsonrpc.Request, 8)
+	r.srv = srv
 	go func() {
-		defer close(reqs)
+		defer close(r.reqs)
 		for {
 			msg, err := srv.Read(ctx)
 			if err != nil {
 				return
 			}
 			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-				reqs <- req
+				r.reqs <- req
 			}
 		}
 	}()
-	return srv, reqs
+	go func() {
+		var err error
+		r.cs, err = mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, r.dw, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolModern})
+		r.connected <- err
+	}()
+	return r
 }
 
-func watchNext(t *testing.T, reqs <-chan *jsonrpc.Request, method string) *jsonrpc.Request {
-	t.Helper()
-	req, ok := <-reqs
+// next returns the next call the server read, which must be of method.
+func (r *watchRig) next(method string) *jsonrpc.Request {
+	r.t.Helper()
+	req, ok := <-r.reqs
 	if !ok || req.Method != method {
-		t.Fatalf("server read %+v, want %s", req, method)
+		r.t.Fatalf("server read %+v, want %s", req, method)
 	}
 	return req
 }
 
-func watchAnswer(t *testing.T, ctx context.Context, srv mcp.Connection, id jsonrpc.ID, result string) {
-	t.Helper()
-	if err := srv.Write(ctx, &jsonrpc.Response{ID: id, Result: json.RawMessage(result)}); err != nil {
-		t.Fatal(err)
+// answer writes the server's result for id.
+func (r *watchRig) answer(id jsonrpc.ID, result string) {
+	r.t.Helper()
+	if err := r.srv.Write(r.ctx, &jsonrpc.Response{ID: id, Result: json.RawMessage(result)}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// look waits until the watch's next look is armed and moves the clock to it.
+func (r *watchRig) look() {
+	r.t.Helper()
+	step := r.dw.step
+	if err := r.clk.WaitFor(r.ctx, func(p []time.Duration) bool { return slices.Contains(p, step) }); err != nil {
+		r.t.Fatal(err)
+	}
+	r.clk.Advance(step)
+}
+
+// waitsPastTimeout moves the clock look by look to twice the probe timeout
+// and checks that the watch neither decided nor stopped looking.
+func (r *watchRig) waitsPastTimeout(why string) {
+	r.t.Helper()
+	for r.clk.Elapsed() < 2*r.dw.timeout {
+		r.look()
+	}
+	step := r.dw.step
+	if err := r.clk.WaitFor(r.ctx, func(p []time.Duration) bool { return slices.Contains(p, step) }); err != nil {
+		r.t.Fatal(err)
+	}
+	if n := r.expired.Load(); n != 0 {
+		r.t.Fatalf("decided %d times %s", n, why)
+	}
+}
+
+// connectedAs waits for the client's connect and checks its version.
+func (r *watchRig) connectedAs(version string) {
+	r.t.Helper()
+	if err := <-r.connected; err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { r.cs.Close() })
+	if got := r.cs.InitializeResult().ProtocolVersion; got != version {
+		r.t.Errorf("negotiated %q, want %s", got, version)
 	}
 }
 
@@ -141,45 +206,19 @@ const (
 // method still wait, decides at once (long before the probe timeout):
 // go-sdk goes on with initialize, and the ping's answer never reaches it.
 func TestDiscoverWatchPingAnswered(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	clk := clocktest.New()
-	ct, st := mcp.NewInMemoryTransports()
-	var expired atomic.Int32
-	step := discoverStep(3 * time.Second)
-	dw := &discoverWatch{inner: ct, clock: clk, timeout: 3 * time.Second, step: step,
-		unread:  func() (int, bool) { return 0, true }, // everything written was read
-		expired: func() { expired.Add(1) }}
-	srv, reqs := watchServer(t, ctx, st)
-	connected := make(chan error, 1)
-	var cs *mcp.ClientSession
-	go func() {
-		var err error
-		cs, err = mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, dw, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolModern})
-		connected <- err
-	}()
-	watchNext(t, reqs, "server/discover") // never answered
-	if err := clk.WaitFor(ctx, func(p []time.Duration) bool { return slices.Contains(p, step) }); err != nil {
-		t.Fatal(err)
+	r := newWatchRig(t, func() (int, bool) { return 0, true }) // everything written was read
+	r.next("server/discover")                                  // never answered
+	r.look()
+	r.next(discoverProbeMethod) // ignored, as discover
+	r.answer(r.next("ping").ID, `{}`)
+	initReq := r.next("initialize")
+	if got := r.clk.Elapsed(); got != r.dw.step {
+		t.Errorf("decided after %v on the clock, want %v (the look that sent the ping)", got, r.dw.step)
 	}
-	clk.Advance(step)
-	watchNext(t, reqs, discoverProbeMethod) // ignored, as discover
-	ping := watchNext(t, reqs, "ping")
-	watchAnswer(t, ctx, srv, ping.ID, `{}`)
-	initReq := watchNext(t, reqs, "initialize")
-	if got := clk.Elapsed(); got != step {
-		t.Errorf("decided after %v on the clock, want %v (the look that sent the ping)", got, step)
-	}
-	watchAnswer(t, ctx, srv, initReq.ID, legacyInit)
-	if err := <-connected; err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if got := cs.InitializeResult().ProtocolVersion; got != ProtocolLegacy {
-		t.Errorf("negotiated %q, want %s", got, ProtocolLegacy)
-	}
-	if !dw.stop() || expired.Load() != 1 {
-		t.Errorf("the discover was not decided once (expired calls %d)", expired.Load())
+	r.answer(initReq.ID, legacyInit)
+	r.connectedAs(ProtocolLegacy)
+	if !r.dw.stop() || r.expired.Load() != 1 {
+		t.Errorf("the discover was not decided once (expired calls %d)", r.expired.Load())
 	}
 }
 
@@ -188,51 +227,17 @@ func TestDiscoverWatchPingAnswered(t *testing.T) {
 // decides, past the probe timeout; the server's discover result, when it
 // comes, makes the connection modern.
 func TestDiscoverWatchWaitsWhileUnread(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	clk := clocktest.New()
-	ct, st := mcp.NewInMemoryTransports()
-	var expired atomic.Int32
-	step := discoverStep(3 * time.Second)
-	dw := &discoverWatch{inner: ct, clock: clk, timeout: 3 * time.Second, step: step,
-		unread:  func() (int, bool) { return 120, true }, // discover still in the pipe
-		expired: func() { expired.Add(1) }}
-	srv, reqs := watchServer(t, ctx, st)
-	connected := make(chan error, 1)
-	var cs *mcp.ClientSession
-	go func() {
-		var err error
-		cs, err = mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, dw, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolModern})
-		connected <- err
-	}()
-	discover := watchNext(t, reqs, "server/discover")
-	for clk.Elapsed() < 2*dw.timeout {
-		if err := clk.WaitFor(ctx, func(p []time.Duration) bool { return slices.Contains(p, step) }); err != nil {
-			t.Fatal(err)
-		}
-		clk.Advance(step)
-	}
-	// The last look re-armed the watch: it still waits.
-	if err := clk.WaitFor(ctx, func(p []time.Duration) bool { return slices.Contains(p, step) }); err != nil {
-		t.Fatal(err)
-	}
-	if n := expired.Load(); n != 0 {
-		t.Fatalf("decided %d times while the server had not read discover", n)
-	}
+	r := newWatchRig(t, func() (int, bool) { return 120, true }) // discover still in the pipe
+	discover := r.next("server/discover")
+	r.waitsPastTimeout("while the server had not read discover")
 	select {
-	case req := <-reqs:
+	case req := <-r.reqs:
 		t.Fatalf("the server was sent %s while it had not read discover", req.Method)
 	default:
 	}
-	watchAnswer(t, ctx, srv, discover.ID, modernResult)
-	if err := <-connected; err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if got := cs.InitializeResult().ProtocolVersion; got != ProtocolModern {
-		t.Errorf("negotiated %q, want %s", got, ProtocolModern)
-	}
-	if dw.stop() {
+	r.answer(discover.ID, modernResult)
+	r.connectedAs(ProtocolModern)
+	if r.dw.stop() {
 		t.Error("the watch reports an expired discover")
 	}
 }
@@ -243,53 +248,15 @@ func TestDiscoverWatchWaitsWhileUnread(t *testing.T) {
 // side): the watch waits past the probe timeout, and the discover result
 // makes the connection modern.
 func TestDiscoverWatchWaitsForServerThatRefusesUnknown(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	clk := clocktest.New()
-	ct, st := mcp.NewInMemoryTransports()
-	var expired atomic.Int32
-	step := discoverStep(3 * time.Second)
-	dw := &discoverWatch{inner: ct, clock: clk, timeout: 3 * time.Second, step: step,
-		unread:  func() (int, bool) { return 0, true },
-		expired: func() { expired.Add(1) }}
-	srv, reqs := watchServer(t, ctx, st)
-	connected := make(chan error, 1)
-	var cs *mcp.ClientSession
-	go func() {
-		var err error
-		cs, err = mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, dw, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolModern})
-		connected <- err
-	}()
-	discover := watchNext(t, reqs, "server/discover")
-	stepPending := func(p []time.Duration) bool { return slices.Contains(p, step) }
-	if err := clk.WaitFor(ctx, stepPending); err != nil {
+	r := newWatchRig(t, func() (int, bool) { return 0, true })
+	discover := r.next("server/discover")
+	r.look()
+	probe := r.next(discoverProbeMethod)
+	if err := r.srv.Write(r.ctx, &jsonrpc.Response{ID: probe.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}}); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(step)
-	probe := watchNext(t, reqs, discoverProbeMethod)
-	if err := srv.Write(ctx, &jsonrpc.Response{ID: probe.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}}); err != nil {
-		t.Fatal(err)
-	}
-	ping := watchNext(t, reqs, "ping")
-	watchAnswer(t, ctx, srv, ping.ID, `{}`)
-	for clk.Elapsed() < 2*dw.timeout {
-		if err := clk.WaitFor(ctx, stepPending); err != nil {
-			t.Fatal(err)
-		}
-		clk.Advance(step)
-	}
-	if err := clk.WaitFor(ctx, stepPending); err != nil {
-		t.Fatal(err)
-	}
-	if n := expired.Load(); n != 0 {
-		t.Fatalf("decided %d times for a server that refuses what it does not know", n)
-	}
-	watchAnswer(t, ctx, srv, discover.ID, modernResult)
-	if err := <-connected; err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if got := cs.InitializeResult().ProtocolVersion; got != ProtocolModern {
-		t.Errorf("negotiated %q, want %s", got, ProtocolModern)
-	}
+	r.answer(r.next("ping").ID, `{}`)
+	r.waitsPastTimeout("for a server that refuses what it does not know")
+	r.answer(discover.ID, modernResult)
+	r.connectedAs(ProtocolModern)
 }
