@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/mcplife/mcplife/internal/proctest"
 	"slices"
 	"strconv"
 	"strings"
@@ -165,18 +166,46 @@ var _ = Spec(Requirement{
 
 var _ = Spec(Requirement{
 	ID: "FIELD-LOOP-001", Level: Must, Profile: ProfileField, Area: "crash-loop", Eras: Both,
-	Statement: "An implementation MUST NOT start a stdio server that exits with status 0 right after every tools/list more than 6 times in the 5 s after its first start.",
+	Statement: "An implementation MUST NOT start a stdio server that exits with status 0 right after every tools/list more than 6 times in the 5 s after its first start, and its own process MUST NOT spin (less than half a CPU over those 5 s) or grow (less than 64 MiB more resident memory) meanwhile.",
 	Source:    Source{"field failure 4", "A server that exits cleanly right after initialize + tools/list was respawned 66,487 times in about 7 minutes by an on-close reconnect."},
 }, func(h *H) {
 	h.fieldStart(map[string]Knobs{"fx": {"MCP_FIXTURE_EXIT_AFTER": "tools-list", "MCP_FIXTURE_EXIT_CODE": "0"}})
 	first := h.AwaitJournal("fx", "exit", 1)
 	h.Verify(Journal, first.Last("exit").Int("code") == 0, "the server exited with status 0 after tools/list", "code %d", first.Last("exit").Int("code"))
+	// The client's own process (a driver run as a command; one in this
+	// process shares it with the suite, so it is not measured): a loop
+	// that does not start processes still shows as CPU or memory.
+	pid := h.c.Pid()
+	var cpu0 time.Duration
+	var rss0 int64
+	measured := pid != 0
+	if measured {
+		var err error
+		if cpu0, rss0, err = proctest.Usage(pid); err != nil {
+			measured = false
+		}
+	}
 	// The window is the rate's denominator: five seconds of what the client
 	// does on its own. A hot loop shows hundreds of starts in it.
 	h.Pass(5000)
 	launches := len(h.Journal("fx").Launches())
-	h.Measure("%d starts in the first 5 s (%d per minute)", launches, launches*12)
+	usage := "the client's process not measured (in-process driver)"
+	var cpu time.Duration
+	var grew int64
+	if measured {
+		cpu1, rss1, err := proctest.Usage(pid)
+		if err != nil {
+			h.Verify(Process, false, "the client's process is measured over the 5 s", "%v", err)
+		}
+		cpu, grew = cpu1-cpu0, rss1-rss0
+		usage = fmt.Sprintf("the client used %.2f s of CPU, resident memory %+.1f MiB", cpu.Seconds(), float64(grew)/(1<<20))
+	}
+	h.Measure("%d starts in the first 5 s (%d per minute); %s", launches, launches*12, usage)
 	h.Verify(Journal, launches <= 6, "at most 6 starts in the first 5 s", "%d starts", launches)
+	if measured {
+		h.Check(Process, cpu < 2500*time.Millisecond, "the client's process used less than half a CPU over the 5 s", "%.2f s of CPU", cpu.Seconds())
+		h.Check(Process, grew < 64<<20, "the client's resident memory grew less than 64 MiB over the 5 s", "%+.1f MiB", float64(grew)/(1<<20))
+	}
 })
 
 var _ = Spec(Requirement{
