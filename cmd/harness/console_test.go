@@ -126,6 +126,7 @@ func normalizeConsole(s, dir string) string {
 }
 
 func TestConsoleExamples(t *testing.T) {
+	t.Parallel()
 	var blocks []consoleBlock
 	for _, f := range consoleDocs {
 		data, err := os.ReadFile(f)

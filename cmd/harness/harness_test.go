@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,6 +102,18 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fixtureDir = dir
+	// The parallel tests (records, repros and runs on the real clock) wait
+	// on real timers far more than they compute: unless -parallel is
+	// given, they all run at once rather than GOMAXPROCS at a time.
+	flag.Parse()
+	parallelGiven := false
+	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
+	if !parallelGiven {
+		if err := flag.Set("test.parallel", "8"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	// goleak (goroutines) plus a check that no process outlives the tests.
 	proctest.Main(removeAfter{m, dir})
 }
@@ -167,6 +180,14 @@ func exe(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// roleImpl is an -impl command that runs this test binary in role (see
+// TestMain) without changing the test process's environment, so that the
+// tests that use it can run in parallel.
+func roleImpl(t *testing.T, role string) string {
+	t.Helper()
+	return fmt.Sprintf("env %s=%s %q", roleEnv, role, exe(t))
 }
 
 // harness runs the CLI and returns its exit code, stdout and stderr. A
@@ -336,8 +357,8 @@ func TestRunUndeclaredCapabilitySkips(t *testing.T) {
 // advance is skipped naming it; a run in which nothing ran exits 1 saying
 // why.
 func TestRunRealClockDriver(t *testing.T) {
-	t.Setenv(roleEnv, "realclock")
-	code, out, errs := harness(t, "run", "-era", "legacy", "-run", "^(001|002|012|127)-", "-impl", exe(t))
+	t.Parallel()
+	code, out, errs := harness(t, "run", "-era", "legacy", "-run", "^(001|002|012|127)-", "-impl", roleImpl(t, "realclock"))
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -347,7 +368,7 @@ func TestRunRealClockDriver(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
 	}
-	code, out, errs = harness(t, "run", "-era", "legacy", "-run", "^002-", "-impl", exe(t))
+	code, out, errs = harness(t, "run", "-era", "legacy", "-run", "^002-", "-impl", roleImpl(t, "realclock"))
 	if code != 1 {
 		t.Fatalf("a run in which nothing ran: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}

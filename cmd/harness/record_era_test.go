@@ -25,6 +25,7 @@ const modernSecret = "modern-era-token-5e3f"
 // writes pins its fixtures to the modern era, probes without ping and runs
 // in the modern era only, on the virtual and on the real clock.
 func TestRecordReproRunModern(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	server := func(toolTimeoutMS int) map[string]any {
 		return map[string]any{"command": exe(t), "args": []string{"fixture"}, "toolTimeout": toolTimeoutMS,
@@ -149,13 +150,18 @@ func TestRecordReproRunModern(t *testing.T) {
 	// The real clock, and a client without health-probe and
 	// restart-policies (held to the black-box expectation).
 	for _, role := range []string{"realclock", "blackbox"} {
-		t.Setenv(roleEnv, role)
-		code, out, errs = harness(t, "run", "-era", "modern", "-dir", sdir, "-impl", exe(t))
-		if code != 0 || !strings.Contains(out, "1 passed, 0 failed") {
-			t.Fatalf("run as %s: exit %d\nstdout:\n%s\nstderr:\n%s\nscenario:\n%s", role, code, out, errs, data)
-		}
+		t.Run(role, func(t *testing.T) {
+			t.Parallel()
+			code, out, errs := harness(t, "run", "-era", "modern", "-dir", sdir, "-impl", roleImpl(t, role))
+			if code != 0 || !strings.Contains(out, "1 passed, 0 failed") {
+				t.Fatalf("run as %s: exit %d\nstdout:\n%s\nstderr:\n%s\nscenario:\n%s", role, code, out, errs, data)
+			}
+		})
 	}
-	t.Run("minimal-node", func(t *testing.T) { modernReproAgainstMinimalNode(t, sdir) })
+	t.Run("minimal-node", func(t *testing.T) {
+		t.Parallel()
+		modernReproAgainstMinimalNode(t, sdir)
+	})
 }
 
 // modernReproAgainstMinimalNode runs the repro of the recorded modern hang

@@ -144,6 +144,7 @@ func serveHTTPFixture(t *testing.T, dir string) string {
 // (the no-idle-watch defect of conformance/faults). Output directories
 // that do not exist are created.
 func TestRecordHandFaultRepro(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the harness with the deliberate defects (conformance/faults); skipped with -short")
 	}
