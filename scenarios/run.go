@@ -78,6 +78,21 @@ type Options struct {
 	// KeepEvents hands every script's lifecycle events to OnScript
 	// (ScriptResult.Events) and RunCatalog's results, for timelines.
 	KeepEvents bool
+
+	// fixtureBin, when not "", is a directory holding mcp-fixture that
+	// RunCatalog puts first on the scripts' PATH (RunOptions.FixtureExecutable).
+	fixtureBin string
+}
+
+// scriptPath is path with the run's fixture directory, if any, first.
+func (o Options) scriptPath(path string) string {
+	if o.fixtureBin == "" {
+		return path
+	}
+	if path == "" {
+		return o.fixtureBin
+	}
+	return o.fixtureBin + string(os.PathListSeparator) + path
 }
 
 // ScriptResult is what one script covered.
@@ -231,7 +246,7 @@ func (rc *runConfig) setup(env *testscript.Env) error {
 		return err
 	}
 	// Every mcp-fixture the script launches speaks the run's era.
-	path, err := eraPath(filepath.Join(env.WorkDir, ".era"), rc.era(), env.Getenv("PATH"))
+	path, err := eraPath(filepath.Join(env.WorkDir, ".era"), rc.era(), rc.opts.scriptPath(env.Getenv("PATH")))
 	if err != nil {
 		return err
 	}

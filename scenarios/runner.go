@@ -84,8 +84,9 @@ type RunOptions struct {
 	Verbose bool
 	// FixtureExecutable, when not "", is a program that runs the fixture
 	// MCP server when invoked under the name mcp-fixture: RunCatalog puts a
-	// symlink mcp-fixture to it first on PATH for the run (the harness
-	// binary passes itself).
+	// symlink mcp-fixture to it first on the PATH of the scripts and of an
+	// external driver (the harness binary passes itself). This process's
+	// own environment is not changed.
 	FixtureExecutable string
 	// Progress, when set, is called as each scenario ends, from one
 	// goroutine at a time.
@@ -205,11 +206,11 @@ func RunCatalog(ctx context.Context, ro RunOptions) (*Report, error) {
 	}
 	defer os.RemoveAll(tmp)
 	if ro.FixtureExecutable != "" {
-		restore, err := fixtureOnPath(tmp, ro.FixtureExecutable)
+		bin, err := fixtureBin(tmp, ro.FixtureExecutable)
 		if err != nil {
 			return nil, err
 		}
-		defer restore()
+		ro.fixtureBin = bin
 	}
 	hello, err := Probe(ctx, ro.Options)
 	if err != nil {
@@ -300,7 +301,7 @@ func startEra(ro RunOptions, era string, catalog fs.FS, selected []Scenario, hel
 		if env == nil {
 			env = os.Environ()
 		}
-		path, err := eraPath(filepath.Join(tmp, "bin-"+era), era, os.Getenv("PATH"))
+		path, err := eraPath(filepath.Join(tmp, "bin-"+era), era, opts.scriptPath(os.Getenv("PATH")))
 		if err != nil {
 			return nil, err
 		}
@@ -326,27 +327,18 @@ func startEra(ro RunOptions, era string, catalog fs.FS, selected []Scenario, hel
 	return r, nil
 }
 
-// fixtureOnPath makes a bin directory under tmp with mcp-fixture linked to
-// exe and puts it first on PATH until restore is called.
-func fixtureOnPath(tmp, exe string) (restore func(), err error) {
+// fixtureBin makes a bin directory under tmp with mcp-fixture linked to
+// exe, for the scripts' and the driver's PATH (Options.fixtureBin); this
+// process's environment is left alone, so that runs can go side by side.
+func fixtureBin(tmp, exe string) (string, error) {
 	bin := filepath.Join(tmp, "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {
-		return nil, err
+		return "", err
 	}
 	if _, err := fixturelink.Make(bin, exe); err != nil {
-		return nil, err
+		return "", err
 	}
-	old, had := os.LookupEnv("PATH")
-	if err := os.Setenv("PATH", bin+string(os.PathListSeparator)+old); err != nil {
-		return nil, err
-	}
-	return func() {
-		if had {
-			os.Setenv("PATH", old)
-		} else {
-			os.Unsetenv("PATH")
-		}
-	}, nil
+	return bin, nil
 }
 
 // runner collects the results of one RunCatalog.
