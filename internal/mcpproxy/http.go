@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -65,6 +66,10 @@ type httpProxy struct {
 	// connection is answering: the proxy exits once that connection has
 	// written the whole reply (it goes idle or closes).
 	exitOnIdle map[net.Conn]Rule
+	// dying is set once the reply of an on=reply exit starts: the server
+	// is gone for every request that comes after it (the client can send
+	// one as soon as it has read the reply, before the exit itself).
+	dying atomic.Bool
 }
 
 // connKey is the context key of the client's connection.
@@ -181,6 +186,10 @@ func (hp *httpProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: the Host is not this proxy's loopback address", http.StatusForbidden)
 		return
 	}
+	if hp.dying.Load() {
+		hp.closeConn(w)
+		return
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	hp.mu.Lock()
@@ -203,19 +212,62 @@ func (hp *httpProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if !hp.apply(ctx, w, r, &m) {
 				return
 			}
+			if hp.exitsOnReply(ctx) {
+				w = &dyingWriter{ResponseWriter: w, dying: &hp.dying}
+			}
 			if m.Method == "server/discover" && m.isRequest() && hp.eng.jw != nil {
 				// The one response the proxy reads: the era the server
-				// offers.
+				// offers. Journaled even when the client goes away before
+				// the reply has been copied (ReverseProxy then panics with
+				// http.ErrAbortHandler): it has read the answer already.
 				cw := &captureWriter{ResponseWriter: w}
+				defer func() {
+					answer, why := cw.answer(m.key())
+					hp.eng.journalDiscover(m.protocolVersion(), answer, why)
+				}()
 				hp.rp.ServeHTTP(cw, r)
-				answer, why := cw.answer(m.key())
-				hp.eng.journalDiscover(m.protocolVersion(), answer, why)
 				return
 			}
 		}
 	}
 	hp.rp.ServeHTTP(w, r)
 }
+
+// exitsOnReply tells whether the connection of ctx answers the request
+// of an exit rule with on=reply.
+func (hp *httpProxy) exitsOnReply(ctx context.Context) bool {
+	c, ok := ctx.Value(connKey{}).(net.Conn)
+	if !ok {
+		return false
+	}
+	hp.mu.Lock()
+	defer hp.mu.Unlock()
+	_, ok = hp.exitOnIdle[c]
+	return ok
+}
+
+// dyingWriter forwards the reply of an on=reply exit's request, setting
+// dying before its first byte goes out.
+type dyingWriter struct {
+	http.ResponseWriter
+	dying *atomic.Bool
+}
+
+func (d *dyingWriter) WriteHeader(status int) {
+	d.dying.Store(true)
+	d.ResponseWriter.WriteHeader(status)
+}
+
+func (d *dyingWriter) Write(b []byte) (int, error) {
+	d.dying.Store(true)
+	return d.ResponseWriter.Write(b)
+}
+
+// Flush passes a flush on (streams are flushed at once).
+func (d *dyingWriter) Flush() { _ = http.NewResponseController(d.ResponseWriter).Flush() }
+
+// Unwrap returns the writer underneath, for http.ResponseController.
+func (d *dyingWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 // maxCapture bounds how much of a server/discover response the HTTP proxy
 // keeps to journal it.

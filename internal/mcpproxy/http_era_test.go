@@ -215,7 +215,7 @@ func TestHTTPModernStartFaults(t *testing.T) {
 				t.Errorf("the server answered %d discovers, want %d", n, tc.fxDiscovers)
 			}
 			if n := e.count("px.journal", "discover", "versions", tc.pxDiscover); (tc.pxDiscover != "") != (n == 1) {
-				t.Errorf("%d discover entries with versions %q in the proxy's journal", n, tc.pxDiscover)
+				t.Errorf("%d discover entries with versions %q in the proxy's journal: %+v", n, tc.pxDiscover, e.entries("px.journal"))
 			}
 		})
 	}
