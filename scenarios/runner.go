@@ -255,7 +255,8 @@ func RunCatalog(ctx context.Context, ro RunOptions) (*Report, error) {
 }
 
 // startEra starts the scripts of the selected scenarios that apply to era
-// (extracted under tmp) and reports the others not applicable at once; the
+// (extracted under tmp) and reports the others not applicable at once (all
+// of them when the driver does not speak era); the
 // returned runner's wait group ends when every script of the era has.
 func startEra(ro RunOptions, era string, catalog fs.FS, selected []Scenario, hello *driver.HelloResult, tmp string, sem chan struct{}, progressMu *sync.Mutex) (*runner, error) {
 	dir := filepath.Join(tmp, "scripts-"+era)
@@ -272,8 +273,16 @@ func startEra(ro RunOptions, era string, catalog fs.FS, selected []Scenario, hel
 		covered:    map[string]ScriptResult{},
 		sem:        sem,
 	}
+	// A driver that does not speak the era gets none of its scenarios:
+	// its servers speak that era only, so every one would fail on the
+	// first connect (the conformance suite's rule for requirements).
+	unspoken := UnspokenEra(hello, era)
 	var files []string
 	for _, sc := range selected {
+		if unspoken != "" {
+			r.record(Result{Scenario: sc, Era: era, Status: StatusNA, Reason: unspoken})
+			continue
+		}
 		if !sc.AppliesTo(era) {
 			r.record(Result{Scenario: sc, Era: era, Status: StatusNA, Reason: sc.NotApplicable(era)})
 			continue
@@ -339,6 +348,18 @@ func fixtureBin(tmp, exe string) (string, error) {
 		return "", err
 	}
 	return bin, nil
+}
+
+// UnspokenEra is the reason every scenario of era is not applicable to a
+// driver whose hello does not announce that era, or "" when it speaks it.
+func UnspokenEra(hello *driver.HelloResult, era string) string {
+	if hello == nil || hello.Speaks(driver.Era(era)) {
+		return ""
+	}
+	if hello.Protocol == driver.ProtocolVersion1 {
+		return fmt.Sprintf("not applicable in %s: the driver speaks %s, which announces no eras: legacy only", era, driver.ProtocolVersion1)
+	}
+	return fmt.Sprintf("not applicable in %s: the driver does not speak the %s era", era, era)
 }
 
 // runner collects the results of one RunCatalog.

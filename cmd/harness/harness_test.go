@@ -79,6 +79,11 @@ func TestMain(m *testing.M) {
 			}
 		}
 		os.Exit(serve(driver.ServeOptions{Capabilities: caps, Profiles: []driver.Profile{driver.ProfileCore}}))
+	case "legacy-only":
+		// The reference runtime behind a driver that speaks the handshake
+		// era only.
+		quietRaceExit()
+		os.Exit(serve(driver.ServeOptions{Eras: []driver.Era{driver.EraLegacy}}))
 	case "blackbox":
 		// The reference runtime behind a real-clock driver that announces
 		// neither health-probe nor restart-policies: a repro of a hang
@@ -260,6 +265,27 @@ func TestRunReferenceJSONAndJUnit(t *testing.T) {
 // TestRunEraNotApplicable: a scenario that declares one era is reported
 // n/a in the other, with its reason, and counted apart, in the text, the
 // JSON and the JUnit reports; an unknown era is bad input.
+// TestRunUnspokenEra: a driver that does not speak an era gets none of its
+// scenarios (each is reported not applicable, saying so), as the
+// conformance suite does with requirements; the era it speaks runs.
+func TestRunUnspokenEra(t *testing.T) {
+	t.Parallel()
+	code, out, errs := harness(t, "run", "-era", "both", "-run", "^(001|150)-", "-impl", roleImpl(t, "legacy-only"))
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{"ok    legacy 001-echo-call", "n/a   modern 001-echo-call", "n/a   legacy 150-modern-only-server", "n/a   modern 150-modern-only-server",
+		"not applicable in modern: the driver does not speak the modern era", "1 passed, 0 failed, 0 skipped, 3 not applicable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = harness(t, "run", "-era", "modern", "-run", "^001-", "-impl", roleImpl(t, "legacy-only"))
+	if want := "FAIL: no scenario ran (0 skipped, 1 not applicable): every selected scenario was skipped for a capability the driver does not announce, or does not apply to the era (1 not applicable in modern: the driver does not speak the modern era)"; code != 1 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, want 1 and %q\nstdout:\n%s\nstderr:\n%s", code, want, out, errs)
+	}
+}
+
 func TestRunEraNotApplicable(t *testing.T) {
 	dir := t.TempDir()
 	jf, xf := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.xml")

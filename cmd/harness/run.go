@@ -217,7 +217,7 @@ func nothingRanWhy(rep *scenarios.Report) string {
 	var order []string
 	for _, r := range rep.Results {
 		why := r.Reason
-		if r.Status == scenarios.StatusNA {
+		if r.Status == scenarios.StatusNA && r.Reason != scenarios.UnspokenEra(rep.Hello, r.Era) {
 			why = "not applicable in " + r.Era
 		}
 		if counts[why] == 0 {
