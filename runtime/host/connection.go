@@ -45,12 +45,24 @@ type connection struct {
 	// (cachehints.go), whatever the era; hintFor applies the era.
 	toolsHint toolcache.Hint
 
-	mu      sync.Mutex
-	planned bool
-	ended   bool
-	closing chan struct{} // closed by close()
-	done    chan struct{} // closed when watch returns
-	closed  sync.Once
+	mu        sync.Mutex
+	planned   bool
+	ended     bool
+	lostCause error         // why an unplanned end happened (watch)
+	closing   chan struct{} // closed by close()
+	done      chan struct{} // closed when watch returns
+	closed    sync.Once
+}
+
+// unplannedEnd returns why the connection ended when watch saw it end
+// without being asked to, and nil otherwise.
+func (c *connection) unplannedEnd() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ended || c.planned {
+		return nil
+	}
+	return c.lostCause
 }
 
 // closeSession closes cs without waiting on a hung peer forever: calls in
@@ -128,6 +140,7 @@ wait:
 	c.mu.Lock()
 	planned := c.planned
 	c.ended = true
+	c.lostCause = cause
 	c.mu.Unlock()
 	c.cancel(fmt.Errorf("%w: %w", ErrConnectionLost, cause))
 	if !planned {

@@ -96,7 +96,7 @@ func (rt *Runtime) goRun(f func()) {
 	}()
 }
 
-func (rt *Runtime) stopGrace() proc.Grace { return rt.opts.StopGrace }
+func (rt *Runtime) stopGrace() proc.Grace { return rt.opts.StopGrace.WithDefaults() }
 
 // discover (re)reads the configs and reports what it found as events.
 func (rt *Runtime) discover() {

@@ -226,15 +226,10 @@ func (s *server) attempt(ctx context.Context, attempt int) error {
 		conn.close(context.Background(), "closed")
 		return ErrClosed
 	}
-	if conn.ctx.Err() != nil {
-		// The connection died before it could be installed.
-		err := context.Cause(conn.ctx)
-		s.lastErr = err
-		s.lastErrAt = s.rt.clock.Now()
-		s.notifyLocked()
-		s.mu.Unlock()
-		return err
-	}
+	// The connection may have ended already (a server that exits right
+	// after its tool list): it connected all the same, and its end is
+	// handled as any lost connection's (below), so the events are those
+	// of a connection that ends a moment later.
 	s.conn = conn
 	s.connectedOnce = true
 	s.lastErr = nil
@@ -253,6 +248,12 @@ func (s *server) attempt(ctx context.Context, attempt int) error {
 	s.mu.Unlock()
 
 	s.writeCache(tools, hint)
+	if cause := conn.unplannedEnd(); cause != nil {
+		// watch saw the end before the connection was installed, and
+		// left it (connectionLost ignores a connection it does not hold).
+		s.connectionLost(conn, cause)
+		return nil
+	}
 	s.listAll(conn) // handlers_lists.go
 	return nil
 }

@@ -117,7 +117,9 @@ type Grace struct {
 // DefaultGraceStep is the wait used for a zero field of a Grace.
 const DefaultGraceStep = 2 * time.Second
 
-func (g Grace) withDefaults() Grace {
+// WithDefaults returns g with every zero field set to DefaultGraceStep and
+// every negative one to 0: the waits Stop takes.
+func (g Grace) WithDefaults() Grace {
 	pick := func(d, def time.Duration) time.Duration {
 		switch {
 		case d == 0:
@@ -346,7 +348,7 @@ func (p *Process) StderrTail() string { return p.tail.String() }
 // Once the child is gone Stop also closes stdin, and the stdout pipe when
 // Transport was never called (otherwise closing the transport releases it).
 func (p *Process) Stop(ctx context.Context, g Grace, observe StopObserver) ExitStatus {
-	g = g.withDefaults()
+	g = g.WithDefaults()
 	if observe == nil {
 		observe = func(string) {}
 	}
