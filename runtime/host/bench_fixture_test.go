@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -214,4 +215,57 @@ func BenchmarkWarmAcquire(b *testing.B) {
 		}
 		r()
 	}
+}
+
+// BenchmarkConnectOneStdio: from nothing to one stdio fixture server's
+// tools, the runtime (New, then OpenSession with its startup gate) against
+// a raw go-sdk client (CommandTransport, Connect at the runtime's default
+// protocol version, ListTools), alternating in every iteration so both see
+// the same machine. It reports the median of each and their ratio; the
+// process start and the server's own handshake are in both.
+//
+//	go test -run '^$' -bench ConnectOneStdio -benchtime 30x -count 5 ./runtime/host/
+func BenchmarkConnectOneStdio(b *testing.B) {
+	ctx := context.Background()
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := map[string]string{asFixtureEnv: "1", "GORACE": "atexit_sleep_ms=0"}
+	raw, _ := json.Marshal(map[string]any{"command": exe, "env": env})
+	servers := map[string]json.RawMessage{"a": raw}
+	var rawTimes, rtTimes []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		cmd := exec.Command(exe)
+		cmd.Env = os.Environ()
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cs := rawClient(b, &mcp.CommandTransport{Command: cmd})
+		rawTimes = append(rawTimes, time.Since(start))
+		cs.Close()
+		_ = cmd.Wait()
+
+		start = time.Now()
+		rt := benchRuntime(b, servers, "")
+		sess, err := rt.OpenSession(ctx, SessionOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := sess.StartReport(); len(r.Ready) != 1 {
+			b.Fatalf("not ready at the gate: %+v", r)
+		}
+		rtTimes = append(rtTimes, time.Since(start))
+		rt.Close(ctx)
+	}
+	medianOf := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	r, m := medianOf(rawTimes), medianOf(rtTimes)
+	b.ReportMetric(float64(r.Microseconds())/1000, "raw-ms-median")
+	b.ReportMetric(float64(m.Microseconds())/1000, "runtime-ms-median")
+	b.ReportMetric(float64(m)/float64(r), "runtime/raw")
 }
