@@ -104,7 +104,9 @@ type Options struct {
 	// IdleTimeout stops a shared server this long after its last session
 	// released it; zero keeps servers running (seed 001).
 	IdleTimeout time.Duration
-	// StopGrace bounds each step of stopping a stdio process.
+	// StopGrace bounds each step of stopping a stdio process (2 s each);
+	// its Stdin step also bounds how long a handshake goes on after the
+	// server process exited while a descendant holds its stdout open.
 	StopGrace proc.Grace
 	// ListChangedDebounce coalesces bursts of tools/list_changed (100 ms).
 	ListChangedDebounce time.Duration
