@@ -149,19 +149,7 @@ func TestRecordReproRunModern(t *testing.T) {
 	}
 	// The real clock, and a client without health-probe and
 	// restart-policies (held to the black-box expectation).
-	for _, role := range []string{"realclock", "blackbox"} {
-		t.Run(role, func(t *testing.T) {
-			t.Parallel()
-			code, out, errs := harness(t, "run", "-era", "modern", "-dir", sdir, "-impl", roleImpl(t, role))
-			if code != 0 || !strings.Contains(out, "1 passed, 0 failed") {
-				t.Fatalf("run as %s: exit %d\nstdout:\n%s\nstderr:\n%s\nscenario:\n%s", role, code, out, errs, data)
-			}
-		})
-	}
-	t.Run("minimal-node", func(t *testing.T) {
-		t.Parallel()
-		modernReproAgainstMinimalNode(t, sdir)
-	})
+	replayAsRoles(t, "modern", sdir, data, modernReproAgainstMinimalNode)
 }
 
 // modernReproAgainstMinimalNode runs the repro of the recorded modern hang

@@ -97,14 +97,20 @@ func TestRecordReproRun(t *testing.T) {
 		strings.Contains(string(data), "\n[!cap:health-probe] skip") || strings.Contains(string(data), "\n[!cap:restart-policies] skip") {
 		t.Errorf("the scenario should advance the virtual clock only when there is one:\n%s", data)
 	}
-	// A client without health-probe and restart-policies ("blackbox") is
-	// held to the black-box expectation of the hang: the reference behind
-	// a driver that announces neither (nor virtual-clock) passes it. The
-	// real-clock runs wait out the recorded timers: they run side by side.
+	replayAsRoles(t, "legacy", sdir, data, reproAgainstMinimalNode)
+}
+
+// replayAsRoles runs the scenario in sdir (data) in era against the
+// reference behind a driver without virtual-clock ("realclock") and behind
+// one without health-probe and restart-policies either ("blackbox"), which
+// is held to the black-box expectation of a recorded hang; both must pass.
+// minimal runs it against the tutorial driver. The three wait out the
+// recorded timers on the real clock, so they run side by side.
+func replayAsRoles(t *testing.T, era, sdir string, data []byte, minimal func(*testing.T, string)) {
 	for _, role := range []string{"realclock", "blackbox"} {
 		t.Run(role, func(t *testing.T) {
 			t.Parallel()
-			code, out, errs := harness(t, "run", "-era", "legacy", "-dir", sdir, "-impl", roleImpl(t, role))
+			code, out, errs := harness(t, "run", "-era", era, "-dir", sdir, "-impl", roleImpl(t, role))
 			if code != 0 || !strings.Contains(out, "1 passed, 0 failed") {
 				t.Fatalf("run as %s: exit %d\nstdout:\n%s\nstderr:\n%s\nscenario:\n%s", role, code, out, errs, data)
 			}
@@ -112,7 +118,7 @@ func TestRecordReproRun(t *testing.T) {
 	}
 	t.Run("minimal-node", func(t *testing.T) {
 		t.Parallel()
-		reproAgainstMinimalNode(t, sdir)
+		minimal(t, sdir)
 	})
 }
 
