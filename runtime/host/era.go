@@ -174,6 +174,11 @@ type discoverWatch struct {
 	late    bool // after that, the server answered discover itself, with a result
 	// pingAnswered: the server answered the ping while discover waited.
 	pingAnswered bool
+	// asked: unread has answered at least once.
+	asked bool
+	// expiring, made when the watch decides, is closed once the expired
+	// callback has returned.
+	expiring chan struct{}
 }
 
 // The watch's own requests: their ids are strings, where go-sdk's request
@@ -257,9 +262,11 @@ func (w *discoverWatch) drop(msg jsonrpc.Message) bool {
 			w.pingAnswered = true
 			w.expireLocked()
 		}
+		done := w.expiring
 		w.mu.Unlock()
 		if decided {
 			w.expired()
+			close(done)
 		}
 		return true
 	}
@@ -283,16 +290,32 @@ func (w *discoverWatch) drop(msg jsonrpc.Message) bool {
 // fire is the watch's look at the server (see discoverWatch).
 func (w *discoverWatch) fire() {
 	w.mu.Lock()
-	if w.settled {
+	if w.settled || w.ctx.Err() != nil {
+		// Settled, or the connect is over (it timed out, or was
+		// abandoned): a look that comes late decides nothing.
 		w.mu.Unlock()
 		return
 	}
 	ping := false
 	if w.unread != nil {
 		n, ok := w.unread()
+		askedBefore := w.asked
+		w.asked = w.asked || ok
 		switch {
+		case !ok && askedBefore:
+			// The pipe answered before and is closed now: the try is
+			// ending (its connect timed out or the server went away),
+			// which is no evidence of the server's era.
+			w.mu.Unlock()
+			return
 		case !ok:
-			// Cannot tell any more: decide as without a pipe.
+			// The pipe cannot be asked: decide as without one, when the
+			// timeout has passed.
+			if left := w.timeout - w.clock.Since(w.sentAt); left > 0 {
+				w.timer = w.clock.AfterFunc(left, w.fire)
+				w.mu.Unlock()
+				return
+			}
 		case n > 0:
 			// Not read yet: still starting, or busy with discover.
 			w.timer = w.clock.AfterFunc(w.step, w.fire)
@@ -307,24 +330,34 @@ func (w *discoverWatch) fire() {
 		}
 	}
 	if ping {
-		w.timer = w.clock.AfterFunc(w.step, w.fire)
 		w.mu.Unlock()
 		// A failed write is no evidence either way: the server's exit
 		// ends the try, or the probe timeout decides.
 		if w.conn.Write(w.ctx, &jsonrpc.Request{ID: w.probeID, Method: discoverProbeMethod, Params: json.RawMessage(`{}`)}) == nil {
 			_ = w.conn.Write(w.ctx, &jsonrpc.Request{ID: w.pingID, Method: "ping", Params: json.RawMessage(`{}`)})
 		}
+		// The next look is armed once both are written: armed before, it
+		// could come first (a clock moved on by more than a step at once)
+		// and find everything read because nothing more was written yet.
+		w.mu.Lock()
+		if !w.settled {
+			w.timer = w.clock.AfterFunc(w.step, w.fire)
+		}
+		w.mu.Unlock()
 		return
 	}
 	w.expireLocked()
+	done := w.expiring
 	w.mu.Unlock()
 	w.expired()
+	close(done)
 }
 
 // expireLocked decides that the server will not answer discover: go-sdk
 // gets the made-up reply.
 func (w *discoverWatch) expireLocked() {
 	w.settled, w.expire = true, true
+	w.expiring = make(chan struct{})
 	if w.timer != nil {
 		w.timer.Stop()
 	}
@@ -353,15 +386,21 @@ func (w *discoverWatch) watching() bool {
 	return !w.settled
 }
 
-// stop disarms the watch; it reports whether the discover expired.
+// stop disarms the watch; it reports whether the discover expired, once
+// the expired callback has returned (what it reports comes before whatever
+// follows the connect).
 func (w *discoverWatch) stop() bool {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if !w.settled && w.timer != nil {
 		w.timer.Stop()
 	}
 	w.settled = true
-	return w.expire
+	expire, done := w.expire, w.expiring
+	w.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	return expire
 }
 
 type discoverConn struct {

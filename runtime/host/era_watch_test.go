@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,9 +108,20 @@ type watchRig struct {
 // newWatchRig starts the rig: unread is the pipe the watch looks at.
 func newWatchRig(t *testing.T, unread func() (int, bool)) *watchRig {
 	t.Helper()
+	return newWatchRigWith(t, unread, nil)
+}
+
+// newWatchRigWith is newWatchRig with the client's side of the connection
+// wrapped by wrap, when not nil.
+func newWatchRigWith(t *testing.T, unread func() (int, bool), wrap func(mcp.Transport) mcp.Transport) *watchRig {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	t.Cleanup(cancel)
+	var ct mcp.Transport
 	ct, st := mcp.NewInMemoryTransports()
+	if wrap != nil {
+		ct = wrap(ct)
+	}
 	r := &watchRig{t: t, ctx: ctx, clk: clocktest.New(), reqs: make(chan *jsonrpc.Request, 8), connected: make(chan error, 1)}
 	r.dw = &discoverWatch{inner: ct, clock: r.clk, timeout: 3 * time.Second, step: discoverStep(3 * time.Second),
 		unread: unread, expired: func() { r.expired.Add(1) }}
@@ -248,7 +260,8 @@ func TestDiscoverWatchWaitsWhileUnread(t *testing.T) {
 // side): the watch waits past the probe timeout, and the discover result
 // makes the connection modern.
 func TestDiscoverWatchWaitsForServerThatRefusesUnknown(t *testing.T) {
-	r := newWatchRig(t, func() (int, bool) { return 0, true })
+	tap := &readTap{after: make(chan struct{})}
+	r := newWatchRigWith(t, func() (int, bool) { return 0, true }, func(tr mcp.Transport) mcp.Transport { tap.Transport = tr; return tap })
 	discover := r.next("server/discover")
 	r.look()
 	probe := r.next(discoverProbeMethod)
@@ -256,7 +269,130 @@ func TestDiscoverWatchWaitsForServerThatRefusesUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.answer(r.next("ping").ID, `{}`)
+	// The watch has taken both answers in before the clock moves on: the
+	// refusal came first, so the ping's answer decides nothing.
+	select {
+	case <-tap.after:
+	case <-r.ctx.Done():
+		t.Fatal(r.ctx.Err())
+	}
 	r.waitsPastTimeout("for a server that refuses what it does not know")
 	r.answer(discover.ID, modernResult)
 	r.connectedAs(ProtocolModern)
+}
+
+// TestDiscoverWatchLooksAgainOnceWritten: the watch's next look is armed
+// only once the unknown method and the ping are written. Armed before, a
+// clock moved on by more than a step while the writes were still under way
+// (a loaded machine, a harness advancing the virtual clock) made that look
+// find everything read, because nothing more was written yet, and decide
+// at the probe timeout for a server that was only stuck in discover
+// (scenario 170 failed so, once in 50 stressed runs).
+func TestDiscoverWatchLooksAgainOnceWritten(t *testing.T) {
+	var written atomic.Bool
+	blocked, release := make(chan struct{}), make(chan struct{})
+	r := newWatchRigWith(t, func() (int, bool) {
+		if written.Load() {
+			return 80, true // the unknown method and the ping, never read
+		}
+		return 0, true // discover read
+	}, func(tr mcp.Transport) mcp.Transport {
+		return &slowProbeTransport{Transport: tr, blocked: blocked, release: release}
+	})
+	discover := r.next("server/discover") // read, never answered
+	r.look()
+	<-blocked // the look writes the unknown method, slowly
+	if p := r.clk.Pending(); len(p) != 0 {
+		t.Fatalf("a look is armed (%v) while the watch's requests are still being written", p)
+	}
+	r.clk.Advance(2 * r.dw.timeout)
+	written.Store(true)
+	close(release)
+	r.next(discoverProbeMethod)
+	r.next("ping")
+	step := r.dw.step
+	if err := r.clk.WaitFor(r.ctx, func(p []time.Duration) bool { return slices.Contains(p, step) }); err != nil {
+		t.Fatal(err)
+	}
+	r.look()
+	r.look()
+	if err := r.clk.WaitFor(r.ctx, func(p []time.Duration) bool { return slices.Contains(p, step) }); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.expired.Load(); n != 0 {
+		t.Fatalf("decided %d times for a server that has not read the watch's requests", n)
+	}
+	r.answer(discover.ID, modernResult)
+	r.connectedAs(ProtocolModern)
+}
+
+// slowProbeTransport holds the write of the discover watch's unknown-method
+// request until release is closed, closing blocked when it starts.
+type slowProbeTransport struct {
+	mcp.Transport
+	blocked, release chan struct{}
+}
+
+func (s *slowProbeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := s.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &slowProbeConn{Connection: c, s: s}, nil
+}
+
+type slowProbeConn struct {
+	mcp.Connection
+	s *slowProbeTransport
+}
+
+func (c *slowProbeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == discoverProbeMethod {
+		close(c.s.blocked)
+		select {
+		case <-c.s.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+// readTap closes after once the client's side reads again after reading
+// the answer to the discover watch's ping: the watch (which reads through
+// it) has taken that answer in, and every message before it.
+type readTap struct {
+	mcp.Transport
+	after chan struct{}
+}
+
+func (t *readTap) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id, err := jsonrpc.MakeID(discoverPingID)
+	if err != nil {
+		return nil, err
+	}
+	return &readTapConn{Connection: c, after: t.after, pingID: id}, nil
+}
+
+type readTapConn struct {
+	mcp.Connection
+	after  chan struct{}
+	pingID jsonrpc.ID
+	seen   bool // the ping's answer was read (reads are never concurrent)
+	once   sync.Once
+}
+
+func (c *readTapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if c.seen {
+		c.once.Do(func() { close(c.after) })
+	}
+	msg, err := c.Connection.Read(ctx)
+	if r, ok := msg.(*jsonrpc.Response); ok && r.ID == c.pingID {
+		c.seen = true
+	}
+	return msg, err
 }
