@@ -4,6 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
 
 	"github.com/mcplife/mcplife/conformance/driver"
 )
@@ -15,6 +19,12 @@ import (
 // a suite whose failures wait: every wait must be decided from what the
 // implementation does not do.
 const doNothingRole = "do-nothing"
+
+// hangShutdownEnv, set to 1, makes the do-nothing driver never answer a
+// shutdown after a start and never exit on its own, like a library whose
+// close hangs (the harness's probe of the driver, hello then shutdown, is
+// answered).
+const hangShutdownEnv = "MCPLIFE_DO_NOTHING_HANG_SHUTDOWN"
 
 // serveDoNothing runs the do-nothing driver on r and w until EOF or
 // shutdown.
@@ -31,6 +41,7 @@ func serveDoNothing(r io.Reader, w io.Writer) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	var now int64
+	started := false
 	for sc.Scan() {
 		var req struct {
 			ID     *int64          `json:"id"`
@@ -64,6 +75,10 @@ func serveDoNothing(r io.Reader, w io.Writer) error {
 		case driver.MethodClockPending:
 			result = driver.PendingResult{TimersMs: []int64{}}
 		}
+		started = started || req.Method == driver.MethodStart
+		if req.Method == driver.MethodShutdown && started && os.Getenv(hangShutdownEnv) == "1" {
+			select {} // until killed
+		}
 		if err := enc.Encode(map[string]any{"type": driver.TypeResponse, "id": *req.ID, "result": result}); err != nil {
 			return err
 		}
@@ -72,4 +87,27 @@ func serveDoNothing(r io.Reader, w io.Writer) error {
 		}
 	}
 	return sc.Err()
+}
+
+// After a spec has failed, a driver of another process gets a short grace
+// to shut down, whatever -shutdown-timeout says, and is then killed: a
+// failure does not also cost a library's slow close. The report says so.
+func TestFailedSpecCutsTeardownShort(t *testing.T) {
+	bin := buildHarness(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := runHarness(t.Context(), t.TempDir(), bin, []string{roleEnv + "=" + doNothingRole, hangShutdownEnv + "=1"},
+		"-impl="+exe, "-fixture="+buildFixture(t), "-req=CORE-CONNECT-001", "-era=legacy", "-shutdown-timeout=1m", "-v")
+	if run.err != nil {
+		t.Fatalf("%v\n%s", run.err, tail(run.output, 40))
+	}
+	if !slices.Equal(run.failing, []string{"CORE-CONNECT-001"}) {
+		t.Fatalf("failing %v, want CORE-CONNECT-001 alone\n%s", run.failing, tail(run.output, 40))
+	}
+	const note = "teardown: the spec had failed, and the driver, still shutting down after 500ms, was killed"
+	if !strings.Contains(run.output, note) || strings.Contains(run.output, "the driver did not shut down cleanly") {
+		t.Fatalf("want the note %q and no shutdown failure in\n%s", note, tail(run.output, 60))
+	}
 }

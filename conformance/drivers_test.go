@@ -298,7 +298,9 @@ func TestDriverAISDKHello(t *testing.T) {
 // AbortSignal.timeout, an unref'd timer and a refreshed one are listed; a
 // cleared timer and a fired setTimeout are not. A timer set through
 // node:timers/promises is out of its sight, so one due now is listed
-// instead: the harness must never take such a process for idle.
+// instead: the harness must never take such a process for idle. The
+// keep-alive timer of fetch's connection pool is the platform's and is not
+// listed.
 func TestNodePendingTimers(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -328,6 +330,16 @@ sleep(100000, null, { signal: ac.signal }).catch(() => {});
 out.hidden = pendingTimers();
 ac.abort();
 clearInterval(iv);
+// fetch's connection pool: a server in another process answers with a
+// Keep-Alive hint of 20 s, so undici arms a 19 s keep-alive timer for the
+// idle socket.
+const { spawn } = await import('node:child_process');
+const server = spawn(process.execPath, ['-e', "const s = require('node:http').createServer((q, r) => r.end('ok')); s.keepAliveTimeout = 20000; s.listen(0, '127.0.0.1', () => console.log(s.address().port));"], { stdio: ['ignore', 'pipe', 'inherit'] });
+const port = await new Promise((r) => server.stdout.once('data', (d) => r(String(d).trim())));
+await (await fetch('http://127.0.0.1:' + port + '/')).text();
+await new Promise((r) => setTimeout(r, 50)); // undici parks the socket
+out.pooled = pendingTimers();
+server.kill();
 process.stdout.write(JSON.stringify(out));
 process.exit(0);
 `
@@ -341,7 +353,7 @@ process.exit(0);
 	if err != nil {
 		t.Fatalf("node: %v\n%s", err, out)
 	}
-	var got struct{ Seen, Hidden []int64 }
+	var got struct{ Seen, Hidden, Pooled []int64 }
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -358,6 +370,17 @@ process.exit(0);
 	}
 	if len(got.Hidden) == 0 || got.Hidden[0] != 0 {
 		t.Errorf("with a node:timers/promises timer pending, pendingTimers() = %v, want one due now (0) first", got.Hidden)
+	}
+	// The idle socket's keep-alive timer (19 s) is the platform's and is
+	// not listed; undici's own tick (at most 500 ms) and the 50 s, 60 s,
+	// 70 s and 90 s timers are.
+	for _, ms := range got.Pooled {
+		if ms > 1000 && ms < 45000 {
+			t.Errorf("after a fetch, pendingTimers() = %v: lists %d ms, the connection pool's keep-alive", got.Pooled, ms)
+		}
+	}
+	if n := len(got.Pooled); n < 4 {
+		t.Errorf("after a fetch, pendingTimers() = %v, want the test's own 4 timers still listed", got.Pooled)
 	}
 }
 

@@ -136,6 +136,7 @@ func (h *H) retryUntil(tool string, from time.Time, bound time.Duration) (calls 
 	deadline := from.Add(bound)
 	quiet := 0
 	var trace string
+	var stale staleSessions
 	for !recovered {
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -145,6 +146,14 @@ func (h *H) retryUntil(tool string, from time.Time, bound time.Duration) (calls 
 		calls++
 		r, _, ok := h.timedCall(tool, map[string]any{"text": "are you back?"}, left)
 		recovered, last = succeeded(r, ok, "are you back?"), outcomeOf(r, ok)
+		if !recovered {
+			if s := stale.add(h, marks); s != "" {
+				why := fmt.Sprintf("the client sent its session of %s again after the server answered 404 for it, %d calls in a row with no new initialize (a client MUST start a new session on a 404)", s, steadyCalls+1)
+				h.Measure("retries stopped after %d calls: %s", calls, why)
+				last += "; retries stopped: " + why
+				break
+			}
+		}
 		pause := min(500*time.Millisecond, time.Until(deadline))
 		if recovered || pause <= 0 {
 			continue
@@ -170,6 +179,55 @@ func (h *H) retryUntil(tool string, from time.Time, bound time.Duration) (calls 
 // steadyCalls is how many failing calls in a row that change nothing make
 // a steady failure (retryUntil).
 const steadyCalls = 2
+
+// staleSessions follows, call by call of retryUntil, the sessions the
+// server answered 404 for a tools/call: the transport says a client that
+// gets a 404 for its session MUST start a new one, so a client that sends
+// the same session again, call after call, with no initialize in between,
+// has shown its answer to the 404, and waiting out the bound would only
+// repeat it.
+type staleSessions struct {
+	runs map[string]int // journal key and session: calls in a row answered 404
+}
+
+// add reads what the journals gained during one failed call (since marks)
+// and returns the journal of the server that has now answered 404 for the
+// same session on steadyCalls+1 calls in a row with no initialize, or "".
+func (s *staleSessions) add(h *H, marks map[string]int) string {
+	next := map[string]int{}
+	for _, k := range slices.Sorted(maps.Keys(h.journals)) {
+		es := h.readJournal(k)
+		if len(es) <= marks[k] {
+			continue
+		}
+		reinit := false
+		var gone []string
+		for _, e := range es[marks[k]:] {
+			switch {
+			case e.Kind == "initialize":
+				reinit = true
+			case (e.Kind == "session-unknown" || e.Kind == "session-expired") && e.Str("method") == "tools/call":
+				gone = append(gone, e.Str("session"))
+			}
+		}
+		if reinit {
+			continue
+		}
+		for _, id := range gone {
+			key := k + " " + id
+			if _, counted := next[key]; !counted {
+				next[key] = s.runs[key] + 1
+			}
+		}
+	}
+	s.runs = next
+	for _, key := range slices.Sorted(maps.Keys(next)) {
+		if next[key] > steadyCalls {
+			return strings.Fields(key)[0]
+		}
+	}
+	return ""
+}
 
 // idleWithin waits up to d for the implementation to go idle with no
 // timer due before deadline (internal/idle), and reports whether it did.

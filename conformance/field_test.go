@@ -1,11 +1,13 @@
 package conformance
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/journal"
 	"github.com/onsi/ginkgo/v2/types"
 )
 
@@ -146,5 +148,58 @@ func TestMeasuredTextIsOneSafeLine(t *testing.T) {
 	}
 	if n := len([]rune(got)); n != maxMeasured+1 {
 		t.Errorf("measuredText is %d runes, want %d and an ellipsis", n, maxMeasured+1)
+	}
+}
+
+// staleSessions stops a retry loop once the server has answered 404 for
+// the same session on steadyCalls+1 calls in a row with no initialize in
+// between; a call that re-initializes starts the count again, and a 404 of
+// a GET stream or another session does not count.
+func TestStaleSessionsDecidesFromReuse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fx.journal")
+	w, err := journal.NewWriter(path, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Begin(1, nil)
+	h := &H{journals: map[string]string{"fx": path}, followers: map[string]*journal.Follower{"fx": journal.NewFollower(path)}}
+	var s staleSessions
+	call := func(entries ...[2]string) string {
+		t.Helper()
+		marks := h.journalMarks()
+		for _, e := range entries {
+			fields := map[string]any{}
+			if e[1] != "" {
+				fields = map[string]any{"session": e[1], "method": "tools/call"}
+			}
+			if e[0] == "session-unknown GET" {
+				fields["method"] = "GET"
+				e[0] = "session-unknown"
+			}
+			w.Write(e[0], fields)
+		}
+		return s.add(h, marks)
+	}
+	gone := func(session string) [2]string { return [2]string{"session-unknown", session} }
+	steps := []struct {
+		entries [][2]string
+		want    string
+	}{
+		{[][2]string{gone("a")}, ""},
+		{[][2]string{{"session-unknown GET", "a"}, gone("a")}, ""},
+		// The client re-initialized during the call: the count starts again.
+		{[][2]string{gone("a"), {"initialize", ""}}, ""},
+		{[][2]string{gone("a")}, ""},
+		{[][2]string{gone("a")}, ""},
+		// A call with no 404 breaks the run.
+		{[][2]string{{"received", ""}}, ""},
+		{[][2]string{gone("b")}, ""},
+		{[][2]string{{"session-expired", "b"}}, ""},
+		{[][2]string{gone("b")}, "fx"},
+	}
+	for i, st := range steps {
+		if got := call(st.entries...); got != st.want {
+			t.Fatalf("call %d: add = %q, want %q", i+1, got, st.want)
+		}
 	}
 }

@@ -42,7 +42,7 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	junit := fs.String("junit", "", "write a JUnit XML report to this file")
 	jsonReport := fs.String("json", "", "write a JSON report (ginkgo's format) to this file")
 	awaitTimeout := fs.Duration("await-timeout", conformance.DefaultAwaitTimeout, "real-time bound of each wait for an event, response or journal entry")
-	shutdownTimeout := fs.Duration("shutdown-timeout", conformance.DefaultShutdownTimeout, "real-time bound of a driver's shutdown at the end of each spec; then it is killed")
+	shutdownTimeout := fs.Duration("shutdown-timeout", conformance.DefaultShutdownTimeout, "real-time bound of a driver's shutdown at the end of each spec; then it is killed (after a failed spec a driver of another process gets at most 500ms)")
 	verdicts := fs.String("verdicts", "", "write the compact verdict report (conformance/drivers/*/report.json) to this file")
 	expectVerdicts := fs.String("expect-verdicts", "", "fail unless the run's verdicts equal this stored verdict report")
 	verbose := fs.Bool("v", false, "report every spec as it runs")

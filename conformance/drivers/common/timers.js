@@ -15,6 +15,18 @@
 // seen, or a setImmediate is queued, pendingTimers lists one due now, so the
 // harness never takes the implementation for idle.
 //
+// One kind of timer is not listed: the keep-alive timer of Node's own HTTP
+// client (undici, behind fetch), which closes a pooled socket that has sat
+// idle. Its firing cannot make the implementation act (no request is on
+// that socket), and it is re-armed after every request, so listing it would
+// keep a client that retries over HTTP from ever looking idle. It is the
+// platform's, like Go's net/http idle-connection timers, which the reference
+// runtime's clock does not see either. It is told by its creator: a native
+// timer set by undici's Parser.setTimeout (undici sets its header and body
+// timeouts through its own 500 ms tick, which stays listed). Should a Node
+// release move it, the timer is listed again: verdicts come slower, never
+// wrong.
+//
 // It has no dependencies and knows nothing about MCP.
 
 const nativeSetTimeout = globalThis.setTimeout;
@@ -24,6 +36,24 @@ const nativeClearTimeout = globalThis.clearTimeout;
 // Every timer set since import, held weakly: a timer nobody references any
 // more cannot be re-armed, and one that is armed is referenced by Node.
 const seen = new Set();
+
+// The keep-alive timers of Node's HTTP client's connection pool (above).
+const poolTimers = new WeakSet();
+
+// keepAliveCaller matches the stack frame of undici's Parser.setTimeout, in
+// Node's bundled copy or in an installed one.
+const keepAliveCaller = /^\s*at Parser\.setTimeout \((node:internal\/deps\/undici\/|.*\/node_modules\/undici\/)/m;
+
+// setByPool reports whether the caller of fn (a wrapped setTimeout) is
+// undici's Parser.setTimeout.
+function setByPool(fn) {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 1;
+  const site = {};
+  Error.captureStackTrace(site, fn);
+  Error.stackTraceLimit = limit;
+  return keepAliveCaller.test(site.stack);
+}
 
 function remember(timer) {
   if (timer && typeof timer === 'object') {
@@ -38,9 +68,11 @@ function prune() {
   for (const ref of seen) if (ref.deref() === undefined) seen.delete(ref);
 }
 
-function wrap(native) {
+function wrap(native, pooled) {
   const wrapped = function (...args) {
-    return remember(native.apply(this, args));
+    const t = remember(native.apply(this, args));
+    if (pooled && t && typeof t === 'object' && setByPool(wrapped)) poolTimers.add(t);
+    return t;
   };
   // Keep util.promisify(setTimeout) and friends working.
   for (const key of Reflect.ownKeys(native)) {
@@ -56,8 +88,8 @@ function wrap(native) {
   return wrapped;
 }
 
-globalThis.setTimeout = wrap(nativeSetTimeout);
-globalThis.setInterval = wrap(nativeSetInterval);
+globalThis.setTimeout = wrap(nativeSetTimeout, true);
+globalThis.setInterval = wrap(nativeSetInterval, false);
 
 // AbortSignal.timeout(ms) on a seen timer; like Node's, its timer does not
 // keep the process alive and the signal aborts with a TimeoutError.
@@ -78,8 +110,9 @@ function armed(t) {
 
 /**
  * pendingTimers returns the time left, in whole ms rounded up, until each
- * armed timer fires, soonest first. A setImmediate queued, or more active
- * timers in Node than this module has seen, adds a 0: work is due now.
+ * armed timer fires (but the HTTP pool's keep-alive), soonest first. A
+ * setImmediate queued, or more active timers in Node than this module has
+ * seen, adds a 0: work is due now.
  */
 export function pendingTimers() {
   // The loop's time, in the base of the timers' _idleStart.
@@ -96,6 +129,7 @@ export function pendingTimers() {
     }
     if (!armed(t)) continue;
     if (t.hasRef()) refedSeen++;
+    if (poolTimers.has(t)) continue;
     out.push(Math.max(0, Math.ceil(t._idleStart + t._idleTimeout - now)));
   }
   const active = process.getActiveResourcesInfo();
