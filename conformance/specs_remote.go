@@ -3,6 +3,7 @@ package conformance
 import (
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/mcplife/mcplife/conformance/driver"
 	"github.com/mcplife/mcplife/runtime/event"
@@ -70,6 +71,51 @@ var _ = Spec(Requirement{
 	h.Await(Ev(event.RemoteSessionReinitialized, "fx"))
 	st := h.Status("fx")
 	h.Verify(Response, st.State == "connected" && st.SessionReinits == 1, "status: connected, one session re-initialized", "state %q sessionReinits %d", st.State, st.SessionReinits)
+})
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-EXPIRY-002", Level: Must, Profile: driver.ProfileRemote, Area: "session-expiry", Timing: true, Eras: Legacy,
+	Statement: "An implementation MUST re-initialize an expired session at once only when its last re-initialization is at least the stability window old; a session that expires again sooner MUST go to the restart policy instead (remote.session_reinit_failed, then restart.scheduled with the policy's delay), with no handshake before that delay has passed.",
+	Source:    Source{"issue 14", "on 404 for a known session, re-initialize once and retry the request; a session that keeps expiring falls back to the restart policy's bounds (LIFECYCLE.md: the new session expires again within the stability window)"},
+}, func(h *H) {
+	// The first call is the third session POST: the fixture forgets the
+	// session there. Later expiries are on command (SIGUSR1).
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_SESSION_EXPIRE_AFTER": "2"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr).With("restartDelays", []int64{3000})}, Options: &driver.StartOptions{StabilityWindowMs: Ms(10000)}})
+	h.Open("main")
+	pid := h.AwaitJournal("fx", "tools-list", 1).PIDs()[0]
+	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "one"})
+	first := h.Await(Ev(event.RemoteSessionReinitialized, "fx"))
+	h.Verify(Response, r.Error == nil && strings.Contains(r.Result.Text, "one"), "the call of the first expiry succeeded on a new session", "error=%v text=%q", r.Error, r.Result.Text)
+
+	// Exactly one stability window later the last re-initialization is
+	// old enough: the next expiry is re-initialized at once again.
+	h.Advance(10000)
+	h.Kill(pid, syscall.SIGUSR1)
+	h.AwaitJournal("fx", "expire-command", 1)
+	r = h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "two"})
+	second := h.AwaitAfter(first.Seq, Ev(event.RemoteSessionReinitialized, "fx"))
+	j := h.Journal("fx")
+	h.Verify(Response, r.Error == nil && strings.Contains(r.Result.Text, "two"), "an expiry one stability window after the last re-initialization: the call succeeded on a new session", "error=%v text=%q", r.Error, r.Result.Text)
+	h.Verify(Journal, j.Count("initialize") == 3, "that expiry was re-initialized at once", "%d initialize", j.Count("initialize"))
+
+	// 1 ms short of the window: the restart policy takes over.
+	h.Advance(9999)
+	h.Kill(pid, syscall.SIGUSR1)
+	h.AwaitJournal("fx", "expire-command", 2)
+	third := h.Call("main", "mcp_fx_echo", map[string]any{"text": "three"})
+	h.AwaitAfter(second.Seq, Ev(event.RemoteSessionReinitFailed, "fx"))
+	sched := h.AwaitAfter(second.Seq, Ev(event.RestartScheduled, "fx"))
+	h.Verify(Events, sched.Attrs["delay_ms"] == int64(3000), "the restart waits the policy's delay", "restart.scheduled %v", sched.Attrs)
+	h.Result(third)
+	h.Advance(2999)
+	h.AwaitTimerDue(1, "the restart after the repeated expiry")
+	j = h.Journal("fx")
+	h.Verify(Journal, j.Count("initialize") == 3, "no handshake before the restart delay passed", "%d initialize", j.Count("initialize"))
+	h.Advance(1)
+	j = h.AwaitJournal("fx", "initialize", 4)
+	h.Verify(Journal, j.Count("initialize") == 4, "the restart initialized one new session", "%d initialize", j.Count("initialize"))
+	h.Verify(Events, h.Count(Ev(event.RestartScheduled, "fx")) == 1, "only the repeated expiry scheduled a restart", "%d restart.scheduled", h.Count(Ev(event.RestartScheduled, "fx")))
 })
 
 var _ = Spec(Requirement{

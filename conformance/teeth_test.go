@@ -58,7 +58,7 @@ var teeth = []teethRow{
 		// A remote connection's end is not handled either: no
 		// re-initialization after a 404, no needs-auth.
 		"SHARED-IDLE-001", []string{"SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-RESTART-002", "BOUNDED-GRACE-001", "BOUNDED-CRASHLOOP-001", "REG-GRACE-001", "REG-GRACE-002",
-			"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "FIELD-CRASH-003", "FIELD-EXIT-002", "FIELD-EXPIRY-001", "FIELD-REFUSED-001", "SEC-STDOUT-001"}},
+			"REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-AUTH-002", "FIELD-CRASH-003", "FIELD-EXIT-002", "FIELD-EXPIRY-001", "FIELD-REFUSED-001", "SEC-STDOUT-001"}},
 	{"untrusted-stdio", "project-level stdio servers run in untrusted workspaces",
 		"SEC-TRUST-001", nil},
 	{"truncate-after-wrap", "truncation cuts the wrapped text, losing the closing marker",
@@ -74,7 +74,7 @@ var teeth = []teethRow{
 		// whether its first call after the kill meets the dead connection
 		// or the relaunched one is a race under this defect (no-idle-watch
 		// proves it).
-		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-AUTH-002", "CORE-HOSTILE-006", "SHARED-RESTART-004", "FIELD-CRASH-001", "FIELD-STDOUT-001", "SEC-STDOUT-001"}},
+		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-AUTH-002", "CORE-HOSTILE-006", "SHARED-RESTART-004", "FIELD-CRASH-001", "FIELD-STDOUT-001", "SEC-STDOUT-001"}},
 	{"gate-waits-for-all", "the startup gate ignores its timeout",
 		"GATE-TIMING-001", []string{"GATE-TIMING-002", "GATE-DEFERRED-001", "GATE-LATE-001", "GATE-CACHE-001", "GATE-CACHE-002", "GATE-CACHE-003"}},
 	{"abort-probes", "a caller's cancellation runs the health probe",
@@ -88,7 +88,9 @@ var teeth = []teethRow{
 	{"double-restart", "a second restart trigger starts a second restart loop",
 		"SHARED-RESTART-003", nil},
 	{"no-session-reinit", "a 404 for the session is an ordinary transport exit: no re-initialization at once, no retry of the unseen call",
-		"REMOTE-EXPIRY-001", []string{"FIELD-EXPIRY-001"}},
+		"REMOTE-EXPIRY-001", []string{"REMOTE-EXPIRY-002", "FIELD-EXPIRY-001"}},
+	{"expiry-reinit-always", "a session that keeps expiring is re-initialized at once every time, never handed to the restart policy",
+		"REMOTE-EXPIRY-002", nil},
 	{"no-stream-resume", "a dropped response stream is not resumed with Last-Event-ID",
 		"REMOTE-RESUME-001", nil},
 	{"no-auth-refresh", "a 401/403 is final; the credential provider is never asked again",
@@ -134,7 +136,7 @@ var teeth = []teethRow{
 		"CORE-NAMING-003", nil},
 	{"structured-content-only", "a result's text is taken from structuredContent only, dropping its content blocks",
 		// Every spec that reads a result's text fails.
-		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001", "REMOTE-CONFIG-001", "CORE-ROOTS-001", "CORE-SAMPLING-001", "SEC-STDOUT-001"}},
+		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001", "REMOTE-CONFIG-001", "CORE-ROOTS-001", "CORE-SAMPLING-001", "SEC-STDOUT-001"}},
 	{"is-error-dropped", "a result's isError flag is dropped: tool errors reach the agent as successes",
 		// The fixture's roots and sample tools report a failed roots/list
 		// or sampling request as a tool error, which the specs of a server
@@ -214,7 +216,7 @@ var teeth = []teethRow{
 		"SHARED-POOL-003", []string{"CORE-TEARDOWN-002"}},
 	{"restart-delays-ignored", "a server's \"restartDelays\" are ignored for its policy's defaults",
 		// The remote specs configure restartDelays too.
-		"BOUNDED-DELAYS-001", []string{"REMOTE-REFUSED-001", "REMOTE-RETRYAFTER-001"}},
+		"BOUNDED-DELAYS-001", []string{"REMOTE-REFUSED-001", "REMOTE-RETRYAFTER-001", "REMOTE-EXPIRY-002"}},
 	{"bounded-gives-up-early", "the bounded policy gives up one attempt early (off by one at the end of its delays)",
 		// Every bounded schedule is one attempt short.
 		"BOUNDED-RESTART-001", []string{"BOUNDED-CRASHLOOP-001", "BOUNDED-DELAYS-001", "BOUNDED-RESTART-002"}},

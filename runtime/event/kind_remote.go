@@ -44,7 +44,7 @@ func remoteKinds() []KindInfo {
 	return []KindInfo{
 		{RemoteSessionExpired, "the server answered 404 for the connection's MCP session; the connection ends and one re-initialization starts at once", "method"},
 		{RemoteSessionReinitialized, "a new session (initialize + tools/list) replaced the expired one", "tools"},
-		{RemoteSessionReinitFailed, "the re-initialization failed, or the new session expired again within the stability window; the restart policy takes over (reason session-expired)", "error"},
+		{RemoteSessionReinitFailed, "the re-initialization failed, or the new session expired again within the stability window; the restart policy takes over (restart.* reason init-failure when the re-initialization failed, transport-exit when the session expired again)", "error"},
 		{RemoteRequestRetried, "a request was sent again: on the new session after an expiry (session-expired), after Retry-After (retry-after), with a refreshed credential (auth-refreshed), with the token of an OAuth flow (authorized), or at once after a stateless server's 404 (not-found)", "method, reason"},
 		{RemoteStreamDropped, "the SSE response stream of a request in flight ended before its answer, after an event id; the resume GET waits retry_ms on the clock", "method, last_event_id, retry_ms"},
 		{RemoteStreamResumed, "a GET with Last-Event-ID resumed the dropped stream", "last_event_id"},

@@ -129,7 +129,8 @@ func (r *remoteSessions) lost(c *connection, cause error) bool {
 		s.mu.Unlock()
 		s.emit(event.RemoteSessionReinitFailed, event.String("error", "the session expired again within the stability window"))
 		c.markLost()
-		s.triggerRestart("session-expired", nil)
+		// The 404 ended the connection: restart.* reason transport-exit.
+		s.triggerRestart("transport-exit", nil)
 		return true
 	}
 	r.lastReinit = s.rt.clock.Now()
@@ -165,7 +166,8 @@ func (r *remoteSessions) reinitialize(c *connection) {
 		return
 	}
 	s.emit(event.RemoteSessionReinitFailed, event.Err(err))
-	s.triggerRestart("session-expired", nil)
+	// The new session's connect failed: restart.* reason init-failure.
+	s.triggerRestart("init-failure", nil)
 }
 
 // awaitNewSession waits until the loss of c has been handled and returns the
