@@ -234,6 +234,30 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
+	ID: "REMOTE-RETRYAFTER-003", Level: Must, Profile: driver.ProfileRemote, Area: "retry-after", Eras: Both,
+	Statement: "An implementation MUST send a call that a remote server refused with 429 and Retry-After: 0 again at once, and only once: when that retry is refused too, the call MUST fail without the server seeing it a third time, and the server MUST stay usable for the next call.",
+	Source:    Source{"issue 14", "honour Retry-After within the restart policy's bounds: the throttled request is sent again once"},
+}, func(h *H) {
+	// The handshake sends three POSTs in either era; the call is the
+	// fourth and its retry the fifth, both refused; the next call is the
+	// sixth.
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_THROTTLE_AT": "4", "MCP_FIXTURE_THROTTLE_COUNT": "2", "MCP_FIXTURE_RETRY_AFTER": "0"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr)}})
+	h.Open("main")
+	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "refused twice"})
+	j := h.AwaitJournal("fx", "throttled", 2)
+	h.Verify(Journal, j.Count("throttled") == 2, "the call was sent again at once after Retry-After: 0 (no clock advance)", "%d throttled", j.Count("throttled"))
+	h.Verify(Response, r.Error != nil || r.Result.IsError, "the call refused twice failed", "error=%v text=%q", r.Error, r.Result.Text)
+	// Bound of the negative check: the next call's answer, which the
+	// server sees after anything the first call could still send.
+	r = h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "served"})
+	j = h.AwaitJournal("fx", "call-start", 1)
+	h.Verify(Response, r.Error == nil && strings.Contains(r.Result.Text, "served"), "the next call succeeded", "error=%v text=%q", r.Error, r.Result.Text)
+	h.Verify(Journal, j.Count("throttled") == 2 && len(j.Where("received", "method", "tools/call")) == 3, "the refused call reached the server twice, the next once", "%d throttled, %d tools/call received", j.Count("throttled"), len(j.Where("received", "method", "tools/call")))
+	h.Verify(Journal, j.Count("call-start") == 1, "only the next call ran", "%d call-start", j.Count("call-start"))
+})
+
+var _ = Spec(Requirement{
 	ID: "REMOTE-REFUSED-001", Level: Must, Profile: driver.ProfileRemote, Area: "refused", Timing: true, Eras: Both,
 	Statement: "An implementation MUST retry a remote server whose connections are refused on its restart policy's schedule and connect once it accepts them.",
 	Source:    Source{"issue 14", "connection refused follows the restart policy"},

@@ -93,11 +93,13 @@ var teeth = []teethRow{
 		"REMOTE-EXPIRY-002", nil},
 	{"no-stream-resume", "a dropped response stream is not resumed with Last-Event-ID",
 		"REMOTE-RESUME-001", nil},
+	{"retry-while-throttled", "a throttled request is sent again after every Retry-After until the server accepts it",
+		"REMOTE-RETRYAFTER-003", nil},
 	{"no-auth-refresh", "a 401/403 is final; the credential provider is never asked again",
 		"REMOTE-AUTH-001", nil},
 	{"ignore-retry-after", "429/503 with Retry-After are passed through at once",
 		// The handshake's refusal then never delays the restart either.
-		"REMOTE-RETRYAFTER-001", []string{"REMOTE-RETRYAFTER-002"}},
+		"REMOTE-RETRYAFTER-001", []string{"REMOTE-RETRYAFTER-002", "REMOTE-RETRYAFTER-003"}},
 	{"approval-default-off", "a tool requires approval only when its configuration says so (requiresApproval defaults to false)",
 		"CORE-APPROVAL-001", nil},
 	{"cancel-not-sent", "a cancelled call ends aborted, but the request keeps running on the server (no notifications/cancelled)",
@@ -136,14 +138,15 @@ var teeth = []teethRow{
 		"CORE-NAMING-003", nil},
 	{"structured-content-only", "a result's text is taken from structuredContent only, dropping its content blocks",
 		// Every spec that reads a result's text fails.
-		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001", "REMOTE-CONFIG-001", "CORE-ROOTS-001", "CORE-SAMPLING-001", "SEC-STDOUT-001"}},
+		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001", "REMOTE-RETRYAFTER-003", "REMOTE-CONFIG-001", "CORE-ROOTS-001", "CORE-SAMPLING-001", "SEC-STDOUT-001"}},
 	{"is-error-dropped", "a result's isError flag is dropped: tool errors reach the agent as successes",
 		// The fixture's roots and sample tools report a failed roots/list
 		// or sampling request as a tool error, which the specs of a server
 		// without the setting await.
 		"CORE-RESULT-002", []string{"CORE-ROOTS-001", "CORE-SAMPLING-001"}},
 	{"rpc-error-restarts", "a JSON-RPC error of tools/call is taken for a broken server, which is restarted",
-		"CORE-RESULT-003", nil},
+		// The second refusal of a throttled call is a failed call too.
+		"CORE-RESULT-003", []string{"REMOTE-RETRYAFTER-003"}},
 	{"unknown-tool-guessed", "a call of a name the session does not expose is split as mcp_<server>_<tool> and sent to that server",
 		"CORE-RESULT-004", nil},
 	{"schema-unpatched", "an object schema without \"properties\" reaches the agent unpatched",
