@@ -162,6 +162,11 @@ var _ = Spec(Requirement{
 	h.Verify(Journal, len(j.Where("auth-rejected", "reason", "expired")) == 1, "the server rejected the expired token once", "%d auth-rejected", j.Count("auth-rejected"))
 	h.Verify(Response, r.Error == nil && strings.Contains(r.Result.Text, "authorized"), "the call succeeded with the refreshed token", "error=%v text=%q", r.Error, r.Result.Text)
 	h.Verify(Journal, j.Count("call-start") == 1, "the server ran the call once", "%d call-start", j.Count("call-start"))
+	// The accepted token settles it: the runtime writes its events before
+	// the result, so none may say the server needs authorization.
+	h.Verify(Events, h.Count(Ev(event.RemoteAuthRequired, "fx")) == 0, "the accepted refresh is not reported as a need for authorization", "%d remote.auth_required", h.Count(Ev(event.RemoteAuthRequired, "fx")))
+	st := h.Status("fx")
+	h.Verify(Response, st.State == "connected", "status: connected", "state %q", st.State)
 })
 
 var _ = Spec(Requirement{
@@ -188,6 +193,44 @@ var _ = Spec(Requirement{
 	h.Verify(Response, st.State == "needs-auth", "status says needs-auth", "state=%s", st.State)
 	j := h.Journal("fx")
 	h.Verify(Journal, j.Count(Handshake) == 1, "no reconnect in 10 minutes", "%d initialize", j.Count(Handshake))
+})
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-AUTH-003", Level: Must, Profile: driver.ProfileRemote, Area: "auth", Eras: Both,
+	Statement: "An implementation MUST, when the token its credential provider gave on a refresh is rejected too, report the server as needing authorization (status needs-auth), send that request no third time and not restart the server.",
+	Source:    Source{"issue 14", "on 401/403 refresh the credential once through the configured provider, then report the server as needing authorization (a status, not a restart loop)"},
+}, func(h *H) {
+	creds := h.Path("credentials.json")
+	h.writeCredentials(creds, "one")
+	// The handshake's three POSTs use up token one; the provider then
+	// hands out a token the server does not know.
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_AUTH_TOKENS": "one,two", "MCP_FIXTURE_AUTH_EXPIRE_AFTER": "3"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr).With("auth", map[string]string{"type": "oauth", "credentialId": "fx"})}, CredentialsFile: creds})
+	h.Open("main")
+	h.AwaitJournal("fx", "tools-list", 1)
+	h.writeCredentials(creds, "three")
+	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "x"})
+	h.Verify(Response, r.Error != nil || r.Result.IsError, "the call failed", "error=%v text=%q", r.Error, r.Result.Text)
+	authReq := h.Await(Ev(event.RemoteAuthRequired, "fx"))
+	h.AwaitStatus("fx", "needs-auth", func(st driver.ServerStatus) bool { return st.State == "needs-auth" })
+	h.Advance(10 * 60 * 1000)
+	// Bound of the negative checks: the status answer after ten virtual
+	// minutes.
+	st := h.Status("fx")
+	later := h.EventsAfter(authReq.Seq, "fx", event.RestartScheduled, event.RestartAttempt, event.ServerConnecting, event.RemoteAuthRefreshed)
+	j := h.Journal("fx")
+	// Closing the session (DELETE) with the rejected token is not a try of
+	// the call.
+	rejected := j.Where("auth-rejected", "method", "tools/call")
+	reasons := make([]string, len(rejected))
+	for i, e := range rejected {
+		reasons[i] = e.Str("reason")
+	}
+	h.Verify(Journal, strings.Join(reasons, ",") == "expired,unknown", "the server rejected the call's expired token, then the refreshed one, and saw no third try", "tools/call auth-rejected reasons %v", reasons)
+	h.Verify(Events, h.Count(Ev(event.RemoteAuthRefreshed, "fx")) == 1, "the provider was asked once", "%d remote.auth_refreshed", h.Count(Ev(event.RemoteAuthRefreshed, "fx")))
+	h.Verify(Events, len(later) == 0, "nothing refreshes, reconnects or restarts it afterwards", "events after remote.auth_required: %v", later)
+	h.Verify(Response, st.State == "needs-auth", "status says needs-auth", "state=%s", st.State)
+	h.Verify(Journal, j.Count("call-start") == 0 && j.Count(Handshake) == 1, "the call never ran, and no new handshake", "%d call-start, %d initialize", j.Count("call-start"), j.Count(Handshake))
 })
 
 var _ = Spec(Requirement{

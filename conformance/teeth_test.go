@@ -58,7 +58,7 @@ var teeth = []teethRow{
 		// A remote connection's end is not handled either: no
 		// re-initialization after a 404, no needs-auth.
 		"SHARED-IDLE-001", []string{"SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-RESTART-002", "BOUNDED-GRACE-001", "BOUNDED-CRASHLOOP-001", "REG-GRACE-001", "REG-GRACE-002",
-			"REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-AUTH-002", "FIELD-CRASH-003", "FIELD-EXIT-002", "FIELD-EXPIRY-001", "FIELD-REFUSED-001", "SEC-STDOUT-001"}},
+			"REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-AUTH-002", "REMOTE-AUTH-003", "FIELD-CRASH-003", "FIELD-EXIT-002", "FIELD-EXPIRY-001", "FIELD-REFUSED-001", "SEC-STDOUT-001"}},
 	{"untrusted-stdio", "project-level stdio servers run in untrusted workspaces",
 		"SEC-TRUST-001", nil},
 	{"truncate-after-wrap", "truncation cuts the wrapped text, losing the closing marker",
@@ -74,7 +74,7 @@ var teeth = []teethRow{
 		// whether its first call after the kill meets the dead connection
 		// or the relaunched one is a race under this defect (no-idle-watch
 		// proves it).
-		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-AUTH-002", "CORE-HOSTILE-006", "SHARED-RESTART-004", "FIELD-CRASH-001", "FIELD-STDOUT-001", "SEC-STDOUT-001"}},
+		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-AUTH-002", "REMOTE-AUTH-003", "CORE-HOSTILE-006", "SHARED-RESTART-004", "FIELD-CRASH-001", "FIELD-STDOUT-001", "SEC-STDOUT-001"}},
 	{"gate-waits-for-all", "the startup gate ignores its timeout",
 		"GATE-TIMING-001", []string{"GATE-TIMING-002", "GATE-DEFERRED-001", "GATE-LATE-001", "GATE-CACHE-001", "GATE-CACHE-002", "GATE-CACHE-003"}},
 	{"abort-probes", "a caller's cancellation runs the health probe",
@@ -95,8 +95,10 @@ var teeth = []teethRow{
 		"REMOTE-RESUME-001", nil},
 	{"retry-while-throttled", "a throttled request is sent again after every Retry-After until the server accepts it",
 		"REMOTE-RETRYAFTER-003", nil},
+	{"auth-retry-rejected", "a request whose refreshed token is rejected too is sent once more with it before the server is reported as needing authorization",
+		"REMOTE-AUTH-003", nil},
 	{"no-auth-refresh", "a 401/403 is final; the credential provider is never asked again",
-		"REMOTE-AUTH-001", nil},
+		"REMOTE-AUTH-001", []string{"REMOTE-AUTH-003"}},
 	{"ignore-retry-after", "429/503 with Retry-After are passed through at once",
 		// The handshake's refusal then never delays the restart either.
 		"REMOTE-RETRYAFTER-001", []string{"REMOTE-RETRYAFTER-002", "REMOTE-RETRYAFTER-003"}},
