@@ -32,6 +32,7 @@ var (
 	flagJSON         = flag.String("json", "", "write a JSON report to this file")
 	flagAwaitTimeout = flag.Duration("await-timeout", DefaultAwaitTimeout, "real-time bound of each wait")
 	flagShutdown     = flag.Duration("shutdown-timeout", DefaultShutdownTimeout, "real-time bound of a driver's shutdown at the end of each spec")
+	flagAhead        = flag.Int("drivers-ahead", 2, "with -impl: how many driver processes to keep started ahead of the specs that will use them")
 )
 
 func TestMain(m *testing.M) {
@@ -163,7 +164,7 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatalf("-impl: %v", err)
 		}
-		cfg.Target = Target{Command: argv}
+		cfg.Target = Target{Command: argv, Ahead: *flagAhead}
 	}
 	if *flagBaseline != "" {
 		b, err := ReadBaseline(*flagBaseline)

@@ -48,10 +48,11 @@ func (h *H) Start(s Setup) {
 	// shutdown bounds.
 	ctx, cancel := context.WithTimeout(h.ctx, max(h.s.cfg.AwaitTimeout, h.s.cfg.ShutdownTimeout))
 	defer cancel()
-	h.stderr = &syncBuffer{}
 	// The driver outlives the spec body (teardown shuts it down), so it does
-	// not run on the spec's context.
-	c, err := h.s.cfg.Target.start(context.WithoutCancel(h.ctx), h.stderr)
+	// not run on the spec's context; it may have been started ahead
+	// (spare.go).
+	c, stderr, err := h.s.drivers.start(h.ctx)
+	h.stderr = stderr
 	h.must(err, "starting the driver")
 	h.c = c
 	_, err = c.Hello(ctx)
@@ -82,6 +83,7 @@ func (h *H) Start(s Setup) {
 		}
 	}
 	h.must(c.Start(ctx, p), "start")
+	h.s.drivers.prepare(h.ctx)
 }
 
 // Client returns the current driver's client.

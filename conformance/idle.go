@@ -49,6 +49,7 @@ func (h *H) idleSource() idle.Source {
 		HoldBound:      h.s.cfg.AwaitTimeout,
 		Contradictions: slices.Clone(h.contradictions),
 		Pace:           &h.s.idle,
+		Outside:        h.s.drivers.outside(),
 	}
 }
 

@@ -52,6 +52,12 @@ type Target struct {
 	// InProcess, when Command is empty, serves the reference driver in this
 	// process with these options.
 	InProcess *driver.ServeOptions
+	// Ahead is how many processes of an external driver the suite keeps
+	// started ahead of the specs that will use them (0: none). A process
+	// started ahead loads its language runtime and libraries while the
+	// spec before it runs, and receives nothing until its spec's hello
+	// (conformance/spare.go; docs/DRIVER.md section 2).
+	Ahead int
 }
 
 // start starts one driver; an external driver's stderr goes to stderr.
@@ -251,6 +257,8 @@ type state struct {
 	applied int
 	// idle paces the idle detector (idle.go) for the whole run.
 	idle idle.Pace
+	// drivers starts the drivers, one ahead (spare.go).
+	drivers drivers
 }
 
 var suite *state
@@ -272,8 +280,11 @@ func Run(t ginkgo.GinkgoTestingT, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	suite = &state{cfg: cfg, validator: validator}
-	defer func() { suite = nil }()
+	suite = &state{cfg: cfg, validator: validator, drivers: drivers{target: cfg.Target}}
+	defer func() {
+		suite.drivers.close()
+		suite = nil
+	}()
 
 	suiteConfig, reporterConfig := ginkgo.GinkgoConfiguration()
 	if f := cfg.labelFilter(); f != "" {
@@ -355,6 +366,9 @@ var _ = ginkgo.BeforeSuite(func(ctx ginkgo.SpecContext) {
 			err = fmt.Errorf("closing the driver after hello: %w", cerr)
 		}
 		suite.hello = h
+	}
+	if err == nil {
+		suite.drivers.prepare(ctx)
 	}
 	if err != nil {
 		suite.setupErr = fmt.Errorf("hello: %w (driver stderr: %q)", err, stderr.String())

@@ -43,6 +43,7 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	jsonReport := fs.String("json", "", "write a JSON report (ginkgo's format) to this file")
 	awaitTimeout := fs.Duration("await-timeout", conformance.DefaultAwaitTimeout, "real-time bound of each wait for an event, response or journal entry")
 	shutdownTimeout := fs.Duration("shutdown-timeout", conformance.DefaultShutdownTimeout, "real-time bound of a driver's shutdown at the end of each spec; then it is killed (after a failed spec a driver of another process gets at most 500ms)")
+	ahead := fs.Int("drivers-ahead", 2, "with -impl: how many driver processes to keep started ahead of the specs that will use them, so that each loads its runtime and libraries while earlier specs run (0: start each driver when its spec begins)")
 	verdicts := fs.String("verdicts", "", "write the compact verdict report (conformance/drivers/*/report.json) to this file")
 	expectVerdicts := fs.String("expect-verdicts", "", "fail unless the run's verdicts equal this stored verdict report")
 	verbose := fs.Bool("v", false, "report every spec as it runs")
@@ -139,7 +140,11 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "harness conformance: -impl: %v\n", err)
 			return 2
 		}
-		cfg.Target = conformance.Target{Command: argv}
+		if *ahead < 0 {
+			fmt.Fprintf(stderr, "harness conformance: -drivers-ahead must be 0 or more, not %d\n", *ahead)
+			return 2
+		}
+		cfg.Target = conformance.Target{Command: argv, Ahead: *ahead}
 	}
 	if *baseline != "" {
 		b, err := conformance.ReadBaseline(*baseline)

@@ -690,6 +690,15 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	return c.Request(ctx, MethodShutdown, nil, nil)
 }
 
+// Kill ends the driver at once, without a shutdown request: its process
+// group is killed (a driver in this process is cancelled). It returns when
+// the driver has exited.
+func (c *Client) Kill() {
+	c.kill()
+	<-c.exited
+	c.stopKill()
+}
+
 // Close shuts the driver down and waits for it to end: it sends shutdown
 // (unless Shutdown was called), closes the driver's stdin and waits for the
 // exit. When ctx ends first, the driver is killed. It returns the shutdown

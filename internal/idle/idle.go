@@ -177,6 +177,11 @@ type Source struct {
 	Contradictions []func() string
 	// Pace adapts the settle window; nil uses a fresh one.
 	Pace *Pace
+	// Outside lists processes of the harness that are not the
+	// implementation's (a driver started ahead for the next spec, which has
+	// received nothing): their threads, and their descendants', are not
+	// evidence of work under way.
+	Outside []int
 
 	// followers read the journals incrementally during one Bound's watch;
 	// nil reads each journal whole.
@@ -320,7 +325,7 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 		// stopped, but its threads are running, waiting for a CPU or
 		// waiting on a disk. Looked at once per decision, before the
 		// barrier (which itself wakes the driver).
-		if proctest.Working() != "" {
+		if proctest.Working(src.Outside...) != "" {
 			continue
 		}
 		// The barrier: every event the implementation emitted before it
@@ -359,7 +364,7 @@ func (src Source) watch(ctx context.Context, stop context.CancelCauseFunc) {
 			last, since = s, time.Now()
 			continue
 		}
-		if proctest.Working() != "" {
+		if proctest.Working(src.Outside...) != "" {
 			continue
 		}
 		if src.RealTimers && src.Client != nil {
@@ -387,7 +392,7 @@ func (src Source) Busy(ctx context.Context) string {
 	if why := src.busy(ctx, 0); why != "" {
 		return why
 	}
-	if w := proctest.Working(); w != "" {
+	if w := proctest.Working(src.Outside...); w != "" {
 		return "work under way: " + w
 	}
 	return ""

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,7 +26,7 @@ import (
 // It is the CPU evidence of an idle decision: on a starved machine a
 // process that still has work looks, from its output, the same as one that
 // stopped; its threads do not.
-func Working() string {
+func Working(outside ...int) string {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	self, tid := os.Getpid(), syscall.Gettid()
@@ -34,6 +35,17 @@ func Working() string {
 		found = append(found, fmt.Sprintf("%d goroutines of pid %d ready to run", n, self))
 	}
 	live, zombies := descendants(self)
+	if len(outside) > 0 {
+		skip := map[int]bool{}
+		for _, pid := range outside {
+			skip[pid] = true
+			for _, d := range descendantPIDs(pid) {
+				skip[d] = true
+			}
+		}
+		live = slices.DeleteFunc(live, func(pid int) bool { return skip[pid] })
+		zombies = slices.DeleteFunc(zombies, func(z zombie) bool { return skip[z.ppid] })
+	}
 	for _, z := range zombies {
 		found = append(found, fmt.Sprintf("pid %d exited, not yet reaped by its parent %d", z.pid, z.ppid))
 	}

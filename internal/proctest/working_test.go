@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -40,6 +41,30 @@ func TestWorkingSeesASpinningChild(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatalf("a sleeping child still counts as work: %q", w)
 		}
+	}
+}
+
+// TestWorkingLeavesOutsideOut checks that a process named as outside, and
+// its descendants, are not work under way: a shell whose child spins is
+// named without it, and not with it.
+func TestWorkingLeavesOutsideOut(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// The outer shell waits for the inner one, which spins.
+	outer := exec.Command("sh", "-c", "sh -c 'while :; do :; done'; :")
+	outer.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := outer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-outer.Process.Pid, syscall.SIGKILL); _ = outer.Wait() }()
+	for w := Working(); !strings.Contains(w, "(sh)"); w = Working() {
+		if ctx.Err() != nil {
+			t.Fatalf("Working never named the spinning grandchild; last: %q", w)
+		}
+	}
+	// The grandchild spins at every look; the outer shell sleeps in wait.
+	if w := Working(outer.Process.Pid); strings.Contains(w, "(sh)") {
+		t.Errorf("Working(outer) names the outer shell's spinning child: %q", w)
 	}
 }
 
