@@ -6,7 +6,8 @@ import (
 	"github.com/mcplife/mcplife/conformance/driver"
 )
 
-// This file starts a driver of another process one spec ahead.
+// This file starts drivers of another process ahead of the specs that
+// will use them.
 //
 // Starting a driver process is most of what a short spec costs through a
 // driver whose language runtime loads a large library: LangChain's imports

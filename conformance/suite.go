@@ -56,7 +56,7 @@ type Target struct {
 	// started ahead of the specs that will use them (0: none). A process
 	// started ahead loads its language runtime and libraries while the
 	// spec before it runs, and receives nothing until its spec's hello
-	// (conformance/spare.go; docs/DRIVER.md section 2).
+	// (conformance/spare.go; docs/DRIVER.md section 4).
 	Ahead int
 }
 
@@ -257,7 +257,7 @@ type state struct {
 	applied int
 	// idle paces the idle detector (idle.go) for the whole run.
 	idle idle.Pace
-	// drivers starts the drivers, one ahead (spare.go).
+	// drivers starts the drivers, Target.Ahead of them ahead (spare.go).
 	drivers drivers
 }
 
