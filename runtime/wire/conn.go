@@ -22,9 +22,11 @@ import (
 //     message and never shrinks (a server that once sent 15 MiB left 32 MiB
 //     on the heap), and tries every message as a batch before decoding it
 //     as one message.
-//   - Each message is decoded by go-sdk's own jsonrpc.DecodeMessage, so what
-//     go-sdk accepts or refuses (a message nested past 1,000 levels, a wrong
-//     version tag) is unchanged.
+//   - Each message is decoded as go-sdk's own jsonrpc.DecodeMessage decodes
+//     it, with the same parser and flags, but without the 32 KiB buffer
+//     go-sdk's decoder allocates per message; what go-sdk refuses (a message
+//     nested past 1,000 levels, a wrong version tag) goes to
+//     jsonrpc.DecodeMessage itself, so acceptance and errors are unchanged.
 //   - A batch (a JSON array) from the server is decoded into its messages,
 //     delivered in order; replies to requests in it are written one by one.
 //
@@ -59,10 +61,11 @@ type conn struct {
 	wmu sync.Mutex
 }
 
-// decode decodes one message or a batch.
-func decode(raw []byte) ([]jsonrpc.Message, error) {
+// decode decodes one message or a batch whose objects and arrays nest
+// depth levels deep.
+func decode(raw []byte, depth int) ([]jsonrpc.Message, error) {
 	if raw[0] != '[' {
-		msg, err := jsonrpc.DecodeMessage(raw)
+		msg, err := decodeMessage(raw, depth)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +80,8 @@ func decode(raw []byte) ([]jsonrpc.Message, error) {
 	}
 	msgs := make([]jsonrpc.Message, len(batch))
 	for i, b := range batch {
-		msg, err := jsonrpc.DecodeMessage(b)
+		// An element nests one level less than its batch, or less.
+		msg, err := decodeMessage(b, depth-1)
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +117,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	raw, err := c.r.Next()
 	var msgs []jsonrpc.Message
 	if err == nil {
-		msgs, err = decode(raw)
+		msgs, err = decode(raw, c.r.deepest)
 	}
 	if err != nil {
 		if c.isClosed() {

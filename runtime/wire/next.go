@@ -32,7 +32,7 @@ func (g *Reader) Next() ([]byte, error) {
 				g.start++
 				continue
 			case '{', '[':
-				g.st, g.depth, g.inString, g.escaped = stValue, 0, false, false
+				g.st, g.depth, g.deepest, g.inString, g.escaped = stValue, 0, 0, false, false
 				g.msg = g.msg[:0]
 			default:
 				g.st = stNoise

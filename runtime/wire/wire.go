@@ -143,6 +143,7 @@ type Reader struct {
 
 	st       state
 	depth    int
+	deepest  int // deepest nesting of the current value
 	inString bool
 	escaped  bool
 	size     int    // bytes of the current message or noise line
@@ -248,7 +249,7 @@ func (g *Reader) scan(p []byte) (int, error) {
 				g.start++
 				continue
 			case '{', '[':
-				g.st, g.depth, g.inString, g.escaped = stValue, 0, false, false
+				g.st, g.depth, g.deepest, g.inString, g.escaped = stValue, 0, 0, false, false
 			default:
 				g.st = stNoise
 			}
@@ -299,6 +300,7 @@ func (g *Reader) step(b byte) {
 		g.inString = true
 	case '{', '[':
 		g.depth++
+		g.deepest = max(g.deepest, g.depth)
 	case '}', ']':
 		g.depth--
 		if g.depth <= 0 {
