@@ -107,6 +107,7 @@ class GroupTransport {
       }
       if (message === null) return;
       this.onmessage?.(message);
+      if (message.method === 'notifications/tools/list_changed') toolsListChanged(this.s); // step 9
     }
   }
   // lost ends the connection once: the Client fails the requests in flight
@@ -169,12 +170,8 @@ async function connect(s) {
   const timeout = s.def.timeout ?? 30000; // the server's connect timeout
   emit('server.connecting', s.name, { transport: 'stdio', attempt: 0, timeout_ms: timeout });
   const transport = new GroupTransport(s);
-  // On notifications/tools/list_changed the SDK lists the tools again.
-  const onChanged = (err, listed) => {
-    emit('tools.changed', s.name, { debounce_ms: 0 });
-    if (!err && listed) exposeTools(s, listed);
-  };
-  const client = new Client({ name: 'mcplife-minimal-node', version: '0.1.0' }, { listChanged: { tools: { onChanged } } });
+  const client = new Client({ name: 'mcplife-minimal-node', version: '0.1.0' }, { listChanged: listChanged(s) }); // step 9
+  s.client = client;
   s.transport = transport;
   try {
     await client.connect(transport, { timeout });
@@ -186,7 +183,6 @@ async function connect(s) {
       cursor = page.nextCursor;
     } while (cursor);
     exposeTools(s, listed);
-    s.client = client;
     s.state = 'connected';
     s.connectedAtMs = now();
     client.onclose = () => {
@@ -342,7 +338,7 @@ const methods = {
   hello: () => ({
     protocol: 'mcplife-driver/2',
     implementation: { name: 'mcplife-minimal-node', version: '0.1.0' },
-    capabilities: ['virtual-clock', 'status', 'journal-pid'],
+    capabilities: ['virtual-clock', 'status', 'journal-pid', 'list-changed'],
     profiles: ['core'],
     eras: ['legacy'], // the SDK negotiates 2025-11-25 at most
   }),
@@ -411,4 +407,28 @@ function pending() {
   const timers = virtual().timers?.values() ?? []; // none before the first timer
   const left = [...timers].map((t) => Math.ceil(t.callAt - clock.now));
   return { timersMs: left.sort((a, b) => a - b) };
+}
+
+// Step 9: list changes. The SDK lists the tools again once its debounce
+// passes and hands them to onChanged; the transport (step 3) tells when
+// each notification arrived, so the events can announce the debounce.
+const debounceMs = 300; // the SDK's default, passed explicitly
+function listChanged(s) {
+  const onChanged = (err, listed) => {
+    s.changes = 0; // the debounce window is over
+    if (err || !listed || s.state !== 'connected') return;
+    exposeTools(s, listed);
+    const names = s.tools.map((t) => t.name).sort().join(',');
+    for (const name of sessions) emit('tools.registered', s.name, { tools: s.tools.length, deferred: false, names }, name);
+  };
+  return { tools: { debounceMs, onChanged } };
+}
+// The SDK arms its debounce in a promise job, and only for a server that
+// advertised tools.listChanged; setImmediate runs after that job, so the
+// events come after the timer they announce (section 8).
+function toolsListChanged(s) {
+  if (!s.client.getServerCapabilities()?.tools?.listChanged) return;
+  const n = (s.changes = (s.changes ?? 0) + 1);
+  if (n <= 10) setImmediate(() => emit('tools.changed', s.name, { debounce_ms: debounceMs }));
+  else if (/^10+$/.test(String(n))) setImmediate(() => emit('tools.change_flood', s.name, { notifications: n, debounce_ms: debounceMs }));
 }
