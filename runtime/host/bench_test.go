@@ -166,8 +166,14 @@ func summarize(xs []float64) stats {
 // Session's go-sdk client does.
 func rawClient(b *testing.B, t mcp.Transport) *mcp.ClientSession {
 	b.Helper()
+	return rawClientVersion(b, t, DefaultProtocolVersion)
+}
+
+// rawClientVersion is rawClient asking protocol version first.
+func rawClientVersion(b *testing.B, t mcp.Transport, version string) *mcp.ClientSession {
+	b.Helper()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcplife", Version: "1"}, &mcp.ClientOptions{Logger: discardLogger()}).
-		Connect(context.Background(), t, &mcp.ClientSessionOptions{ProtocolVersion: DefaultProtocolVersion})
+		Connect(context.Background(), t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -281,8 +287,19 @@ func BenchmarkCallRaw(b *testing.B) {
 }
 
 // BenchmarkCallOverheadStdio compares a Session tool call with a raw go-sdk
-// call, each to its own fixture process over stdio.
+// call, each to its own fixture process over stdio, in each protocol era:
+// both sides ask the same version (the Session through the server's
+// protocolVersion), and the benchmark fails unless both negotiated it.
 func BenchmarkCallOverheadStdio(b *testing.B) {
+	for _, era := range []struct{ name, version string }{
+		{"legacy", DefaultProtocolVersion},
+		{"modern", "2026-07-28"},
+	} {
+		b.Run(era.name, func(b *testing.B) { callOverheadStdio(b, era.version) })
+	}
+}
+
+func callOverheadStdio(b *testing.B, version string) {
 	ctx := context.Background()
 	exe, err := os.Executable()
 	if err != nil {
@@ -294,18 +311,24 @@ func BenchmarkCallOverheadStdio(b *testing.B) {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cs := rawClient(b, &mcp.CommandTransport{Command: cmd})
+	cs := rawClientVersion(b, &mcp.CommandTransport{Command: cmd}, version)
 	defer func() {
 		cs.Close()
 		cmd.Wait()
 	}()
+	if got := cs.InitializeResult().ProtocolVersion; got != version {
+		b.Fatalf("the raw client negotiated %s, want %s", got, version)
+	}
 
-	raw, _ := json.Marshal(map[string]any{"command": exe, "env": env})
+	raw, _ := json.Marshal(map[string]any{"command": exe, "env": env, "protocolVersion": version})
 	rt := benchRuntime(b, map[string]json.RawMessage{"a": raw}, "")
 	defer rt.Close(ctx)
 	sess, err := rt.OpenSession(ctx, SessionOptions{})
 	if err != nil {
 		b.Fatal(err)
+	}
+	if st := rt.Status(); len(st) != 1 || st[0].Protocol != version {
+		b.Fatalf("the Session's server: %+v, want protocol %s", st, version)
 	}
 	args := map[string]any{"text": "hello"}
 	interleave(b,
