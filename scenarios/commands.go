@@ -1037,15 +1037,26 @@ func parseMillis(s *state, cmd, v string) time.Duration {
 }
 
 func cmdAdvance(s *state, _ bool, args []string) {
-	if len(args) != 1 {
+	var by string
+	args = s.parseFlags("advance", args, func(fs *flag.FlagSet) { fs.StringVar(&by, "by", "", "") })
+	var d time.Duration
+	switch {
+	case by == "" && len(args) == 1:
+		d = parseMillis(s, "advance", args[0])
+	case by != "" && len(args) > 0:
+		d = s.announced("advance", by, args)
+	default:
 		s.usageError("advance")
 	}
-	d := parseMillis(s, "advance", args[0])
 	c := s.requireClient("advance")
 	if s.clock == driver.ClockReal {
 		// The implementation's timers run in real time: let the scaled
-		// duration pass.
+		// duration pass. An announced duration is the implementation's
+		// own, already as long as its timer.
 		wait := time.Duration(s.scaleMs(d.Milliseconds())) * time.Millisecond
+		if by != "" {
+			wait = d
+		}
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
@@ -1064,6 +1075,47 @@ func cmdAdvance(s *state, _ bool, args []string) {
 	}
 	s.lastNow = now
 	fmt.Fprintf(s.ts.Stdout(), "now %s\n", formatOffset(now.Milliseconds()))
+}
+
+// announced returns the duration the latest event matching args (KIND
+// [KEY=VALUE...]) announces in its integer attribute attr, in
+// milliseconds: the wait an implementation said it armed, such as the
+// debounce of tools.changed (debounce_ms), whatever its length. The event
+// must have been seen already (await it first).
+func (s *state) announced(cmd, attr string, args []string) time.Duration {
+	m := s.parseMatcher(cmd, args)
+	c := s.requireClient(cmd)
+	evs := matchEvents(c.Events(), 0, m)
+	if len(evs) == 0 {
+		s.fatalWithTails("%s -by %s: no event matches %s yet (await it first)", cmd, attr, m)
+	}
+	e := evs[len(evs)-1]
+	var ms int64
+	switch v := e.Attrs[attr].(type) {
+	case int64:
+		ms = v
+	case int:
+		ms = int64(v)
+	case float64:
+		ms = int64(v)
+		if float64(ms) != v {
+			ms = -1
+		}
+	case json.Number:
+		n, err := v.Int64()
+		if err != nil {
+			n = -1
+		}
+		ms = n
+	default:
+		ms = -1
+	}
+	if ms < 0 {
+		s.fatalWithTails("%s -by %s: event %d (%s) has no whole, non-negative %s: %v", cmd, attr, e.Seq, e.Kind, attr, e.Attrs[attr])
+	}
+	d := time.Duration(ms) * time.Millisecond
+	fmt.Fprintf(s.ts.Stdout(), "%s of event %d (%s): %v\n", attr, e.Seq, e.Kind, d)
+	return d
 }
 
 func cmdNow(s *state, _ bool, args []string) {
@@ -1108,11 +1160,20 @@ func cmdPending(s *state, _ bool, args []string) {
 
 func cmdAwaitTimer(s *state, _ bool, args []string) {
 	var timeout time.Duration
-	args = s.parseFlags("await-timer", args, func(fs *flag.FlagSet) { fs.DurationVar(&timeout, "timeout", 0, "") })
-	if len(args) != 1 {
+	var by string
+	args = s.parseFlags("await-timer", args, func(fs *flag.FlagSet) {
+		fs.DurationVar(&timeout, "timeout", 0, "")
+		fs.StringVar(&by, "by", "", "")
+	})
+	var want time.Duration
+	switch {
+	case by == "" && len(args) == 1:
+		want = parseMillis(s, "await-timer", args[0])
+	case by != "" && len(args) > 0:
+		want = s.announced("await-timer", by, args)
+	default:
 		s.usageError("await-timer")
 	}
-	want := parseMillis(s, "await-timer", args[0])
 	c := s.requireClient("await-timer")
 	ctx, cancel := s.timeoutCtx(timeout)
 	defer cancel()

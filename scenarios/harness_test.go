@@ -211,3 +211,17 @@ func TestUpdateRewritesGolden(t *testing.T) {
 		testscript.Run(t, scenarios.Params(dir, scenarios.Options{}, hello))
 	})
 }
+
+func TestAdvanceByNeedsTheAnnouncingEvent(t *testing.T) {
+	wantFailure(t, "^912", "advance -by debounce_ms: no event matches tools.changed server=fx yet (await it first)")
+}
+
+// TestAdvanceByTakesTheAnnouncedDuration: the script checks (stdout) that
+// advance -by took the 100 ms the reference announced, and that the
+// refresh came after it.
+func TestAdvanceByTakesTheAnnouncedDuration(t *testing.T) {
+	r := only(t, runSelf(t, "^913", nil))
+	if r.Status != "pass" {
+		t.Fatalf("status %s: %s\n%s", r.Status, r.Reason, r.Log)
+	}
+}

@@ -379,17 +379,18 @@ func TestRunUndeclaredCapabilitySkips(t *testing.T) {
 // Issue 28: against a driver without virtual-clock, a scenario that needs
 // no exact virtual instant runs on the real clock and gets a verdict, also
 // one that advances the clock (127: advance waits, time-scaled, and the
-// stop grace fires by itself); one that checks a snapshot right after
+// stop grace fires by itself; 106a: advance -by waits the debounce the
+// implementation announced); one that checks a snapshot right after
 // advance is skipped naming it; a run in which nothing ran exits 1 saying
 // why.
 func TestRunRealClockDriver(t *testing.T) {
 	t.Parallel()
-	code, out, errs := harness(t, "run", "-era", "legacy", "-run", "^(001|002|012|127)-", "-impl", roleImpl(t, "realclock"))
+	code, out, errs := harness(t, "run", "-era", "legacy", "-run", "^(001|002|012|106a|127)-", "-impl", roleImpl(t, "realclock"))
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	for _, want := range []string{"ok    legacy 001-echo-call", "real clock", "ok    legacy 012-disabled-server", "ok    legacy 127-stdout-closed",
-		"skip  legacy 002-startup-gate-250ms", "needs virtual-clock (uses advance then running)", "3 passed, 0 failed, 1 skipped"} {
+		"ok    legacy 106a-list-changed-refresh", "skip  legacy 002-startup-gate-250ms", "needs virtual-clock (uses advance then running)", "4 passed, 0 failed, 1 skipped"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
