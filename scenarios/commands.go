@@ -1039,15 +1039,7 @@ func parseMillis(s *state, cmd, v string) time.Duration {
 func cmdAdvance(s *state, _ bool, args []string) {
 	var by string
 	args = s.parseFlags("advance", args, func(fs *flag.FlagSet) { fs.StringVar(&by, "by", "", "") })
-	var d time.Duration
-	switch {
-	case by == "" && len(args) == 1:
-		d = parseMillis(s, "advance", args[0])
-	case by != "" && len(args) > 0:
-		d = s.announced("advance", by, args)
-	default:
-		s.usageError("advance")
-	}
+	d := s.durationArg("advance", by, args)
 	c := s.requireClient("advance")
 	if s.clock == driver.ClockReal {
 		// The implementation's timers run in real time: let the scaled
@@ -1075,6 +1067,19 @@ func cmdAdvance(s *state, _ bool, args []string) {
 	}
 	s.lastNow = now
 	fmt.Fprintf(s.ts.Stdout(), "now %s\n", formatOffset(now.Milliseconds()))
+}
+
+// durationArg returns the duration of cmd's arguments: DURATION, or with
+// -by ATTR the one the event KIND [KEY=VALUE...] announced (announced).
+func (s *state) durationArg(cmd, by string, args []string) time.Duration {
+	switch {
+	case by == "" && len(args) == 1:
+		return parseMillis(s, cmd, args[0])
+	case by != "" && len(args) > 0:
+		return s.announced(cmd, by, args)
+	}
+	s.usageError(cmd)
+	return 0
 }
 
 // announced returns the duration the latest event matching args (KIND
@@ -1165,15 +1170,7 @@ func cmdAwaitTimer(s *state, _ bool, args []string) {
 		fs.DurationVar(&timeout, "timeout", 0, "")
 		fs.StringVar(&by, "by", "", "")
 	})
-	var want time.Duration
-	switch {
-	case by == "" && len(args) == 1:
-		want = parseMillis(s, "await-timer", args[0])
-	case by != "" && len(args) > 0:
-		want = s.announced("await-timer", by, args)
-	default:
-		s.usageError("await-timer")
-	}
+	want := s.durationArg("await-timer", by, args)
 	c := s.requireClient("await-timer")
 	ctx, cancel := s.timeoutCtx(timeout)
 	defer cancel()
