@@ -108,8 +108,10 @@ func TestDecodeDepthBoundary(t *testing.T) {
 	}
 }
 
-// FuzzDecodeLikeGoSDK: whatever the bytes, decode agrees with go-sdk's
-// jsonrpc.DecodeMessage on every value Reader hands it.
+// FuzzDecodeLikeGoSDK feeds arbitrary bytes through Reader.Next and the
+// Transport's decoder: every value Reader hands over decodes to what
+// go-sdk's jsonrpc.DecodeMessage gives for it, the same message or the
+// same error text.
 func FuzzDecodeLikeGoSDK(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))
