@@ -32,9 +32,9 @@ type envelope struct {
 // nest depth levels deep at most. It accepts what go-sdk's
 // jsonrpc.DecodeMessage accepts and builds the same message from it, with
 // the same parser and flags, but without the 32 KiB read buffer go-sdk's
-// decoder allocates for every message it decodes (on a connection that
-// took 17 such buffers per server to connect and 2 per tool call, most of
-// the runtime's garbage). Anything it would refuse (a message nested past
+// decoder allocates for every message it decodes (33 KB of garbage per
+// message; go-sdk's own layers still allocate such buffers, e.g. for each
+// tool of a tools/list result). Anything it would refuse (a message nested past
 // MaxDepth, bad JSON, a wrong version tag, a bad id, a response without an
 // id) is handed to jsonrpc.DecodeMessage itself, so the error is go-sdk's,
 // word for word.
