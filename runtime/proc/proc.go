@@ -180,9 +180,10 @@ type Process struct {
 	exit   ExitStatus    // written before done is closed
 
 	mu        sync.Mutex
-	reaped    bool // the child is (about to be) reaped: never signal pid or -pid again
-	claimed   bool // Transport was called: the transport owns the stdout reader
-	stdinStep bool // the Stop steps already taken, each at most once
+	reaped    bool       // the child is (about to be) reaped: never signal pid or -pid again
+	claimed   bool       // Transport was called: the transport owns the stdout reader
+	stepMu    sync.Mutex // held while a Stop step is taken and announced
+	stdinStep bool       // the Stop steps already taken, each at most once
 	termStep  bool
 	killStep  bool
 }
@@ -358,31 +359,23 @@ func (p *Process) Stop(ctx context.Context, g Grace, observe StopObserver) ExitS
 
 	// Each step is announced after its wait is armed, so an observer that
 	// drives a fake clock can advance it as soon as it hears of the step.
-	first := p.takeStep(&p.stdinStep)
-	p.stdin.Close()
-	if p.await(ctx, g.Stdin, func() {
-		if first {
-			observe(StepStdinClosed)
-		}
-	}) {
+	if p.await(ctx, g.Stdin, func() bool {
+		first := p.takeStep(&p.stdinStep)
+		p.stdin.Close()
+		return first
+	}, StepStdinClosed, observe) {
 		return p.finish()
 	}
 	if ctx.Err() == nil {
-		term := p.signalStep(&p.termStep, syscall.SIGTERM)
-		if p.await(ctx, g.Term, func() {
-			if term {
-				observe(StepTerm)
-			}
-		}) {
+		if p.await(ctx, g.Term, func() bool {
+			return p.signalStep(&p.termStep, syscall.SIGTERM)
+		}, StepTerm, observe) {
 			return p.finish()
 		}
 	}
-	kill := p.signalStep(&p.killStep, syscall.SIGKILL)
-	if p.await(context.Background(), g.Kill, func() {
-		if kill {
-			observe(StepKill)
-		}
-	}) {
+	if p.await(context.Background(), g.Kill, func() bool {
+		return p.signalStep(&p.killStep, syscall.SIGKILL)
+	}, StepKill, observe) {
 		return p.finish()
 	}
 	return ExitStatus{Code: -1, Err: fmt.Errorf("proc: %s (pid %d) not reaped %v after SIGKILL", p.name, p.pid, g.Kill)}
@@ -397,20 +390,31 @@ func (p *Process) isDone() bool {
 	}
 }
 
-// await waits up to d on the clock for the child to be reaped, or until ctx
-// is done. It reports whether the child has been reaped.
-func (p *Process) await(ctx context.Context, d time.Duration, announce func()) bool {
+// await takes one Stop step and waits up to d on the clock for the child to
+// be reaped, or until ctx is done. It reports whether the child has been
+// reaped. take performs the step and reports whether this call was the one
+// to take it; if so, name is announced to observe once the wait is armed.
+// Taking and announcing happen under stepMu, so that concurrent Stop calls
+// announce the steps in the order they were taken: a call that skips ahead
+// to SIGKILL cannot announce it before another call announced closing stdin.
+func (p *Process) await(ctx context.Context, d time.Duration, take func() bool, name string, observe StopObserver) bool {
+	p.stepMu.Lock()
+	taken := take()
+	var t clock.Timer
 	if d > 0 && ctx.Err() == nil {
-		t := p.clock.NewTimer(d)
-		announce()
+		t = p.clock.NewTimer(d)
+	}
+	if taken {
+		observe(name)
+	}
+	p.stepMu.Unlock()
+	if t != nil {
 		select {
 		case <-p.done:
 		case <-t.C():
 		case <-ctx.Done():
 		}
 		t.Stop()
-	} else {
-		announce()
 	}
 	return p.isDone()
 }
