@@ -174,3 +174,12 @@ func pick(cond bool, which, other string) string {
 	}
 	return other
 }
+
+// tailOf returns the last n bytes of s, for a failure message that quotes
+// what may be long (a stderr tail, an error that embeds one).
+func tailOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}

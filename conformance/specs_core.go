@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcplife/mcplife/conformance/driver"
@@ -503,6 +504,102 @@ var _ = Spec(Requirement{
 	if h.Virtual() {
 		h.Verify(Response, h.Now() == 0, "the virtual clock never moved", "now=%v", h.Now())
 	}
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-FAILFAST-002", Level: Must, Profile: driver.ProfileCore, Area: "failfast", Eras: Both,
+	Statement: "An implementation MUST notice a stdio server's death by the process's exit, not by the end of its output pipes: when a process the server started outside its process group still holds the server's stdout and stderr, a call in flight when the server dies MUST fail with mcp_connection_lost as soon as it dies, and process.exited MUST be reported.",
+	Source:    Source{"field failure 3", "A dead stdio server is detected within half a second, but calls already in flight hang until their 30-minute tool timeout. Needs: in-flight calls fail fast"},
+}, func(h *H) {
+	timeout := h.D(60000)
+	h.Start(Setup{
+		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_ESCAPED_CHILD": "1"}).With("restart", "never")},
+		Options: &driver.StartOptions{ToolTimeoutMs: Ms(timeout)},
+	})
+	h.Open("main")
+	j := h.AwaitJournal("fx", "child-started", 1)
+	pid, child := j.PIDs()[0], j.Last("child-started").Int("childPid")
+	h.KillAtEnd(child)
+	h.AwaitJournal("fx", "tools-list", 1)
+	h.Verify(Journal, child > 0 && h.Alive(child), "the server left a process outside its group that holds its stdout and stderr", "child %d", child)
+	id := h.Call("main", "mcp_fx_crash", map[string]any{"code": 3})
+	exit := h.AwaitJournal("fx", "exit", 1).Last("exit")
+	h.Verify(Journal, exit.Str("reason") == "crash", "the server died mid-call", "exit %v", exit.Fields)
+	wait := h.s.cfg.AwaitTimeout
+	if !h.Virtual() {
+		wait = min(wait, time.Duration(timeout)*time.Millisecond/2)
+	}
+	r, ok := h.ResultWithin(id, wait)
+	h.Verify(Response, ok, "the call ends while the escaped process still holds the pipes", "%s within %v of real time", pick(ok, "result", "no result"), wait)
+	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeConnectionLost), "the call fails with mcp_connection_lost", "error=%v", r.Error)
+	h.Verify(Process, h.Alive(child), "the escaped process was still running, holding the pipes, when the call ended", "child %d", child)
+	h.Await(Ev(event.ProcessExited, "fx", "pid", fmt.Sprint(pid)))
+	if h.Virtual() {
+		h.Verify(Response, h.Now() == 0, "the virtual clock never moved", "now=%v", h.Now())
+	}
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-STATUS-003", Level: Must, Profile: driver.ProfileCore, Area: "status", Eras: Both,
+	Statement: "An implementation MUST say how a stdio server's process ended: process.exited's status is exit status <code> for a process that exited with a code and killed by <signal> for one a signal ended, with planned false when the implementation did not stop it.",
+	Source:    Source{"field failure 12", "After sleep/wake the UI says \"connected\" while the child is gone ... Needs: status that tracks the process"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{
+		"code":   h.Fixture("code", nil).With("restart", "never"),
+		"killed": h.Fixture("killed", nil).With("restart", "never"),
+	}})
+	h.Open("main")
+	codePID := h.AwaitJournal("code", "tools-list", 1).PIDs()[0]
+	killedPID := h.AwaitJournal("killed", "tools-list", 1).PIDs()[0]
+	id := h.Call("main", "mcp_code_crash", map[string]any{"code": 3})
+	exit := h.AwaitJournal("code", "exit", 1).Last("exit")
+	h.Verify(Journal, exit.Int("code") == 3, "server code exited with code 3", "exit %v", exit.Fields)
+	h.Kill(killedPID, syscall.SIGKILL)
+	h.Verify(Process, h.AwaitGone(killedPID), "server killed was killed by SIGKILL", "pid %d", killedPID)
+	for _, c := range []struct {
+		server, status string
+		pid            int
+	}{
+		{"code", "exit status 3", codePID},
+		{"killed", "killed by SIGKILL", killedPID},
+	} {
+		e := h.Await(Ev(event.ProcessExited, c.server, "pid", fmt.Sprint(c.pid)))
+		status, _ := e.Get("status")
+		planned, _ := e.Get("planned")
+		h.Verify(Events, status == c.status, fmt.Sprintf("process.exited of server %s says %s", c.server, c.status), "status %q", status)
+		h.Verify(Events, planned == "false", fmt.Sprintf("and planned false for server %s", c.server), "planned %q", planned)
+	}
+	h.Result(id)
+})
+
+var _ = Spec(Requirement{
+	ID: "CORE-STATUS-004", Level: Must, Profile: driver.ProfileCore, Area: "status", Eras: Both,
+	Statement: "An implementation MUST keep a bounded tail of a stdio server's stderr and, when a server that wrote more than it keeps fails to start, quote the last line the server wrote in the start report's error, in the status and in server.failed.",
+	Source:    Source{"field failure 15", "Startup failures reach only a log file, never the user. Needs: per-server errors in the status surface with the child's stderr tail"},
+}, func(h *H) {
+	const last = "fatal: lost the database at 10.0.0.7"
+	const flood = 1 << 20
+	h.Start(Setup{Servers: map[string]Server{
+		"fx": h.Fixture("fx", Knobs{
+			"MCP_FIXTURE_STDERR_BYTES":   fmt.Sprint(flood),
+			"MCP_FIXTURE_STDERR_AT_EXIT": last,
+			"MCP_FIXTURE_EXIT_AFTER":     "initialize-request",
+			"MCP_FIXTURE_EXIT_CODE":      "3",
+		}).With("restart", "never"),
+	}})
+	rep := h.Open("main")
+	j := h.AwaitJournal("fx", "exit", 1)
+	written := j.Last("stderr-flood").Int("bytes")
+	h.Verify(Journal, written == flood && j.Last("exit").Int("code") == 3, "the server wrote 1 MiB to stderr, then its last line, and exited 3 during the handshake", "flood %d bytes, exit %v", written, j.Last("exit").Fields)
+	h.Verify(Response, contains(rep.Failed, "fx") && strings.Contains(rep.Errors["fx"], last), "the start report's error quotes the last line", "failed=%v error=%q", rep.Failed, tailOf(rep.Errors["fx"], 200))
+	failed := h.Await(Ev(event.ServerFailed, "fx"))
+	evErr, _ := failed.Get("error")
+	evStderr, _ := failed.Get("stderr")
+	h.Verify(Events, strings.Contains(evErr, last) || strings.Contains(evStderr, last), "server.failed quotes the last line", "error %q, stderr %q", tailOf(evErr, 200), tailOf(evStderr, 200))
+	st := h.AwaitStatus("fx", "failed", func(s driver.ServerStatus) bool { return s.State == "failed" })
+	h.Verify(Response, strings.Contains(st.Error, last) || strings.Contains(st.Stderr, last), "the status quotes the last line", "error %q, stderr %q", tailOf(st.Error, 200), tailOf(st.Stderr, 200))
+	longest := max(len(rep.Errors["fx"]), len(evErr), len(evStderr), len(st.Error), len(st.Stderr))
+	h.Verify(Response, longest < flood/2, "each quotes a bounded tail, not the whole stream", "longest quote %d bytes of the %d written", longest, flood)
 })
 
 var _ = Spec(Requirement{

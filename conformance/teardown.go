@@ -24,6 +24,9 @@ import (
 // everything is cleaned up.
 func (h *H) teardown() {
 	failedBefore := ginkgo.CurrentSpecReport().Failed()
+	for _, pid := range h.escaped {
+		_ = proctest.Kill(pid, syscall.SIGKILL)
+	}
 	errs := h.closeDriver()
 	for _, cmd := range h.procs {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

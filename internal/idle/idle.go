@@ -18,7 +18,8 @@
 //     of the server left) or held on purpose by its fixture (a hang,
 //     a sleep or a dropped ping longer than the hold bound, an initialize
 //     held by the harness, a refusal with Retry-After, stdout closed while
-//     the process lives on);
+//     the process lives on, a dead process whose escaped child holds its
+//     pipes);
 //   - no fixture has real-time work of its own pending (a shorter hang or
 //     sleep, an armed self-exit);
 //   - no request that changes the implementation is outstanding, except
@@ -565,7 +566,7 @@ func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 			// above): nothing but the implementation can end it.
 			continue
 		}
-		if k != "" && (callHeld(j, src.HoldBound) || stalled && stuckWriting(j)) {
+		if k != "" && (callHeld(j, src.HoldBound) || stalled && stuckWriting(j) || escapedHolds(j)) {
 			continue
 		}
 		return fmt.Sprintf("call %s on %s in flight", id, e.Server)
@@ -796,6 +797,20 @@ func callHeld(j journal, bound time.Duration) bool {
 		return true
 	}
 	return l[len(l)-1].Kind == "throttled"
+}
+
+// escapedHolds reports whether the server's latest launch is dead and left
+// a live process outside its process group that holds its stdout and stderr
+// (MCP_FIXTURE_ESCAPED_CHILD): nothing more can come from the server, and
+// its pipes do not end while that process lives. What happens to a call in
+// flight is the implementation's own decision.
+func escapedHolds(j journal) bool {
+	l := latestLaunch(j)
+	if len(l) == 0 || proctest.Alive(l[0].PID) {
+		return false
+	}
+	c := l.last("child-started")
+	return c.Seq > 0 && c.Bool("escaped") && proctest.Alive(c.Int("childPid"))
 }
 
 // probeHeld reports whether the server's latest launch leaves a probe

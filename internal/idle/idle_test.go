@@ -305,3 +305,37 @@ func writeJournalPID(t *testing.T, pid int, entries ...map[string]any) string {
 	}
 	return writeJournal(t, entries...)
 }
+
+// TestEscapedHolds: a call is the implementation's own decision once its
+// server is dead and a live process that escaped its group holds its pipes,
+// and not otherwise.
+func TestEscapedHolds(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead, live := cmd.Process.Pid, os.Getpid()
+	child := func(pid int, escaped bool) map[string]any {
+		e := map[string]any{"kind": "child-started", "childPid": pid}
+		if escaped {
+			e["escaped"] = true
+		}
+		return e
+	}
+	cases := []struct {
+		name          string
+		server, child int
+		escaped, want bool
+	}{
+		{"dead server, live escaped child", dead, live, true, true},
+		{"live server, live escaped child", live, live, true, false},
+		{"dead server, dead escaped child", dead, dead, true, false},
+		{"dead server, live child in its group", dead, live, false, false},
+	}
+	for _, c := range cases {
+		j := readFile(t, writeJournalPID(t, c.server, map[string]any{"kind": "launch"}, child(c.child, c.escaped)))
+		if got := escapedHolds(j); got != c.want {
+			t.Errorf("%s: escapedHolds = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

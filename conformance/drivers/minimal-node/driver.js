@@ -89,6 +89,10 @@ class GroupTransport {
       this.exited = true;
       const status = signal ? `killed by ${signal}` : `exit status ${code}`;
       emit('process.exited', name, { pid: child.pid, status, planned: Boolean(this.s.stopping) });
+      // What it wrote before exiting is in the pipe already and is read in
+      // this turn of the event loop; a process that left its group may
+      // hold stdout open long after, so the exit ends the connection.
+      setImmediate(() => this.lost());
     });
   }
   read(chunk) {
