@@ -337,9 +337,11 @@ func journalLine(e journal.Entry) string {
 }
 
 // processes returns the pids every journal recorded (launches and spawned
-// children).
-func (s *state) processes() map[int]string {
-	pids := map[int]string{}
+// children), and apart from them the children that left their server's
+// process group (MCP_FIXTURE_ESCAPED_CHILD), which no implementation can
+// be asked to find.
+func (s *state) processes() (pids map[int]string, escaped []int) {
+	pids = map[int]string{}
 	for _, j := range s.journals() {
 		es, _ := journal.Read(j)
 		rel, _ := filepath.Rel(s.work, j)
@@ -348,18 +350,28 @@ func (s *state) processes() map[int]string {
 			case "launch":
 				pids[e.PID] = fmt.Sprintf("fixture launch %d of %s", e.Launch, rel)
 			case "child-started":
-				if c := e.Int("childPid"); c > 0 {
+				c := e.Int("childPid")
+				switch {
+				case c > 0 && e.Bool("escaped"):
+					escaped = append(escaped, c)
+				case c > 0:
 					pids[c] = fmt.Sprintf("child of fixture launch %d of %s", e.Launch, rel)
 				}
 			}
 		}
 	}
-	return pids
+	return pids, escaped
 }
 
 // shutdown closes the driver (every server with it) and reports the
 // processes from the journals that are still alive, killing them.
 func (s *state) shutdown() (left []string, err error) {
+	// An escaped child is the harness's to end, first, so that the pipes
+	// it holds cannot keep an implementation's shutdown waiting.
+	_, escaped := s.processes()
+	for _, pid := range escaped {
+		_ = proctest.Kill(pid, syscall.SIGKILL)
+	}
 	if s.client != nil && !s.closed {
 		s.closed = true
 		ctx, cancel := context.WithTimeout(context.Background(), s.run.closeTimeout)
@@ -372,7 +384,7 @@ func (s *state) shutdown() (left []string, err error) {
 	for _, sv := range s.served {
 		sv.stop()
 	}
-	pids := s.processes()
+	pids, _ := s.processes()
 	ctx, cancel := context.WithTimeout(context.Background(), s.run.goneTimeout)
 	defer cancel()
 	keys := make([]int, 0, len(pids))
