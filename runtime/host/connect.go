@@ -288,6 +288,7 @@ func (rt *Runtime) connectFailed(s *server, a failedAttempt) error {
 		stderr = p.StderrTail()
 		s.mu.Lock()
 		s.stderr = stderr
+		s.stderrConn = nil
 		s.mu.Unlock()
 		rt.events.Emit(s.name, event.ProcessExited, event.Int("pid", p.PID()), event.String("status", st.String()), event.Bool("planned", false))
 	}

@@ -152,6 +152,7 @@ wait:
 	closeSession(c.cs)
 	if c.proc != nil {
 		c.proc.Stop(c.srv.ctx, c.srv.rt.stopGrace(), c.srv.stopObserver(c.proc))
+		c.srv.refreshStderr(c)
 		c.srv.rt.events.Emit(c.srv.name, event.ProcessExited, event.Int("pid", c.proc.PID()), event.String("status", procStatus(c.proc)), event.Bool("planned", planned)) // once reaped: the status as it was (issue 31)
 	}
 	if !waited {

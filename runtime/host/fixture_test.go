@@ -496,3 +496,23 @@ func TestFixtureMaxMessageBytes(t *testing.T) {
 		t.Errorf("the default server was launched %d times", n)
 	}
 }
+
+// TestFixtureCrashStatusQuotesLastStderr: the status of a server that died
+// after connecting quotes the last line it wrote to stderr, which can still
+// be in the pipe when its stdout ends; process.exited comes after it is read.
+func TestFixtureCrashStatusQuotesLastStderr(t *testing.T) {
+	const last = "fatal: lost the database"
+	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
+		return map[string]json.RawMessage{"fx": e.fixtureServer("fx", map[string]string{"MCP_FIXTURE_STDERR_AT_EXIT": last}, `"restart": "never"`)}
+	}, Options{StartupGate: -1})
+	sess, _ := e.rt.OpenSession(t.Context(), SessionOptions{})
+	e.await(m(event.ServerConnected, "fx"))
+	if _, err := sess.CallTool(t.Context(), "mcp_fx_crash", nil); err == nil {
+		t.Fatal("the crash call succeeded")
+	}
+	e.await(m(event.ProcessExited, "fx", "planned", "false"))
+	st := e.rt.Status()[0]
+	if st.State != StateFailed || !strings.Contains(st.Stderr, last) {
+		t.Fatalf("status after the crash: state %s, stderr %q", st.State, st.Stderr)
+	}
+}

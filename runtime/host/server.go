@@ -38,6 +38,7 @@ type server struct {
 	lastErr     error
 	lastErrAt   time.Time
 	stderr      string
+	stderrConn  *connection // the lost connection whose process stderr holds the tail of, until it is reaped
 	connectedAt time.Time
 	initFailed  bool // the first connect attempt failed
 	// connectedOnce is set by the first successful connect: such a server
@@ -237,6 +238,7 @@ func (s *server) attempt(ctx context.Context, attempt int) error {
 	s.initFailed = false
 	s.acquireWaitOver = false
 	s.stderr = ""
+	s.stderrConn = nil
 	s.emit(event.ServerConnected, event.String("transport", string(s.cfg.EffectiveType())), event.Int("attempt", attempt),
 		event.Int("tools", len(tools)), event.String("protocol", conn.protocol))
 	s.setStateLocked(StateConnected)
@@ -338,12 +340,26 @@ func (s *server) connectionLost(c *connection, cause error) {
 	s.lastErrAt = s.rt.clock.Now()
 	if c.proc != nil {
 		s.stderr = c.proc.StderrTail()
+		s.stderrConn = c // what the process writes until it is reaped: refreshStderr
 	}
 	s.emit(event.TransportClosed, event.String("transport", string(s.cfg.EffectiveType())), event.Err(cause))
 	s.startGraceLocked()
 	s.setStateLocked(StateFailed)
 	s.mu.Unlock()
 	s.triggerRestart("transport-exit", nil)
+}
+
+// refreshStderr takes the stderr tail again once the process of the lost
+// connection c has been reaped: the end of its stdout can come before the
+// last lines it wrote to stderr have been drained, and those last lines
+// are the ones that say why it died.
+func (s *server) refreshStderr(c *connection) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stderrConn == c {
+		s.stderr = c.proc.StderrTail()
+		s.stderrConn = nil
+	}
 }
 
 // startGraceLocked keeps the published tools for the unregister grace window.
