@@ -603,6 +603,27 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
+	ID: "CORE-STATUS-005", Level: Must, Profile: driver.ProfileCore, Area: "status", Eras: Both,
+	Statement: "An implementation MUST show a stdio server that died after connecting as no longer connected in status, with an error and the tail of its stderr, up to the last line the server wrote before it died.",
+	Source:    Source{"field failure 15", "Startup failures reach only a log file, never the user. Needs: per-server errors in the status surface with the child's stderr tail"},
+}, func(h *H) {
+	const last = "fatal: lost the database at 10.0.0.7"
+	h.Start(Setup{Servers: map[string]Server{
+		"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_STDERR_AT_EXIT": last}).With("restart", "never"),
+	}})
+	h.Open("main")
+	pid := h.AwaitJournal("fx", "tools-list", 1).PIDs()[0]
+	r := h.CallNow("main", "mcp_fx_crash", map[string]any{"code": 3})
+	exit := h.AwaitJournal("fx", "exit", 1).Last("exit")
+	h.Verify(Journal, exit.Str("reason") == "crash", "the server wrote its last line to stderr and died mid-call", "exit %v", exit.Fields)
+	h.Verify(Response, r.Error != nil || r.Result.IsError, "the call in flight fails", "error=%v text=%q", r.Error, r.Result.Text)
+	h.Await(Ev(event.ProcessExited, "fx", "pid", fmt.Sprint(pid)))
+	st := h.AwaitStatus("fx", "no longer connected", func(s driver.ServerStatus) bool { return s.State != "connected" })
+	h.Verify(Response, st.Error != "", "the status has an error", "state %s, error %q", st.State, st.Error)
+	h.Verify(Response, strings.Contains(st.Error, last) || strings.Contains(st.Stderr, last), "the status quotes the last line of its stderr", "error %q, stderr %q", tailOf(st.Error, 200), tailOf(st.Stderr, 200))
+})
+
+var _ = Spec(Requirement{
 	ID: "CORE-CONNECT-003", Level: Must, Profile: driver.ProfileCore, Area: "connect", Eras: Both,
 	Statement: "An implementation MUST fail a server whose handshake outlasts its connect timeout (the server's \"timeout\") when that timeout passes, not before, and report it failed with an error that says the connect timed out.",
 	Source:    Source{"field failure 7", "Request timeout default of 60 s kills long tools unless per-call timeouts are set. Needs: separate connect and call timeouts"},

@@ -138,6 +138,8 @@ var teeth = []teethRow{
 		"CORE-STATUS-003", nil},
 	{"stderr-tail-keeps-head", "the stderr tail keeps the first bytes a server wrote, not the last",
 		"CORE-STATUS-004", nil},
+	{"lost-stderr-dropped", "the status of a server whose connection was lost keeps none of its stderr",
+		"CORE-STATUS-005", nil},
 	{"name-runs-not-collapsed", "every character outside [a-z0-9_] of a name becomes its own underscore",
 		"CORE-NAMING-001", nil},
 	{"server-prefix-kept", "a redundant <server>_ prefix of a tool name is kept",

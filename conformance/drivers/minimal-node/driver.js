@@ -253,6 +253,7 @@ function status() {
     tools: s.tools.length,
     deferred: false,
     ...(s.error && { error: s.error }),
+    ...(s.state !== 'connected' && s.stderr.trim() && { stderr: s.stderr.trim() }), // why it died
     ...(s.state === 'connected' && { pid: s.transport.child.pid, connectedAtMs: s.connectedAtMs }),
     source: { file: '', level: 'inline', provider: 'inline' },
     shared: true,
