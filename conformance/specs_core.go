@@ -485,25 +485,9 @@ var _ = Spec(Requirement{
 	Statement: "An implementation MUST fail a call in flight with mcp_connection_lost as soon as its stdio server dies, not when the call's timeout passes.",
 	Source:    Source{"field failure 3", "A dead stdio server is detected within half a second, but calls already in flight hang until their 30-minute tool timeout. Needs: in-flight calls fail fast"},
 }, func(h *H) {
-	timeout := h.D(60000)
-	h.Start(Setup{
-		Servers: map[string]Server{"fx": h.Fixture("fx", nil)},
-		Options: &driver.StartOptions{ToolTimeoutMs: Ms(timeout)},
-	})
+	timeout := h.startWithToolTimeout(h.Fixture("fx", nil))
 	h.Open("main")
-	id := h.Call("main", "mcp_fx_crash", map[string]any{"code": 3})
-	exit := h.AwaitJournal("fx", "exit", 1).Last("exit")
-	h.Verify(Journal, exit.Str("reason") == "crash", "the server died mid-call", "exit %v", exit.Fields)
-	wait := h.s.cfg.AwaitTimeout
-	if !h.Virtual() {
-		wait = min(wait, time.Duration(timeout)*time.Millisecond/2)
-	}
-	r, ok := h.ResultWithin(id, wait)
-	h.Verify(Response, ok, "the call ends without waiting for its timeout", "%s within %v of real time", pick(ok, "result", "no result"), wait)
-	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeConnectionLost), "the call fails with mcp_connection_lost", "error=%v", r.Error)
-	if h.Virtual() {
-		h.Verify(Response, h.Now() == 0, "the virtual clock never moved", "now=%v", h.Now())
-	}
+	h.crashEndsCallAtOnce(timeout, "the call ends without waiting for its timeout")
 })
 
 var _ = Spec(Requirement{
@@ -511,32 +495,16 @@ var _ = Spec(Requirement{
 	Statement: "An implementation MUST notice a stdio server's death by the process's exit, not by the end of its output pipes: when a process the server started outside its process group still holds the server's stdout and stderr, a call in flight when the server dies MUST fail with mcp_connection_lost as soon as it dies, and process.exited MUST be reported.",
 	Source:    Source{"field failure 3", "A dead stdio server is detected within half a second, but calls already in flight hang until their 30-minute tool timeout. Needs: in-flight calls fail fast"},
 }, func(h *H) {
-	timeout := h.D(60000)
-	h.Start(Setup{
-		Servers: map[string]Server{"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_ESCAPED_CHILD": "1"}).With("restart", "never")},
-		Options: &driver.StartOptions{ToolTimeoutMs: Ms(timeout)},
-	})
+	timeout := h.startWithToolTimeout(h.Fixture("fx", Knobs{"MCP_FIXTURE_ESCAPED_CHILD": "1"}).With("restart", "never"))
 	h.Open("main")
 	j := h.AwaitJournal("fx", "child-started", 1)
 	pid, child := j.PIDs()[0], j.Last("child-started").Int("childPid")
 	h.KillAtEnd(child)
 	h.AwaitJournal("fx", "tools-list", 1)
 	h.Verify(Journal, child > 0 && h.Alive(child), "the server left a process outside its group that holds its stdout and stderr", "child %d", child)
-	id := h.Call("main", "mcp_fx_crash", map[string]any{"code": 3})
-	exit := h.AwaitJournal("fx", "exit", 1).Last("exit")
-	h.Verify(Journal, exit.Str("reason") == "crash", "the server died mid-call", "exit %v", exit.Fields)
-	wait := h.s.cfg.AwaitTimeout
-	if !h.Virtual() {
-		wait = min(wait, time.Duration(timeout)*time.Millisecond/2)
-	}
-	r, ok := h.ResultWithin(id, wait)
-	h.Verify(Response, ok, "the call ends while the escaped process still holds the pipes", "%s within %v of real time", pick(ok, "result", "no result"), wait)
-	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeConnectionLost), "the call fails with mcp_connection_lost", "error=%v", r.Error)
+	h.crashEndsCallAtOnce(timeout, "the call ends while the escaped process still holds the pipes")
 	h.Verify(Process, h.Alive(child), "the escaped process was still running, holding the pipes, when the call ended", "child %d", child)
 	h.Await(Ev(event.ProcessExited, "fx", "pid", fmt.Sprint(pid)))
-	if h.Virtual() {
-		h.Verify(Response, h.Now() == 0, "the virtual clock never moved", "now=%v", h.Now())
-	}
 })
 
 var _ = Spec(Requirement{

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 
@@ -482,3 +483,36 @@ var _ = Spec(Requirement{
 	h.restartSchedule("fx", after, 4, []int64{0})
 	h.AwaitJournal("fx", Handshake, 3)
 })
+
+// startWithToolTimeout starts fx, the server of the fail-fast specs, under a
+// tool timeout of 60 s (scaled): long enough that a call which waits for
+// it visibly did. It returns the timeout.
+func (h *H) startWithToolTimeout(fx Server) time.Duration {
+	timeout := h.D(60000)
+	h.Start(Setup{
+		Servers: map[string]Server{"fx": fx},
+		Options: &driver.StartOptions{ToolTimeoutMs: Ms(timeout)},
+	})
+	return time.Duration(timeout) * time.Millisecond
+}
+
+// crashEndsCallAtOnce crashes server fx in a call of session main and
+// verifies that the call fails with mcp_connection_lost without waiting for
+// the tool timeout (claim says what that shows), the virtual clock unmoved.
+// On the real clock the wait for the result is bounded by half the timeout.
+func (h *H) crashEndsCallAtOnce(timeout time.Duration, claim string) {
+	ginkgo.GinkgoHelper()
+	id := h.Call("main", "mcp_fx_crash", map[string]any{"code": 3})
+	exit := h.AwaitJournal("fx", "exit", 1).Last("exit")
+	h.Verify(Journal, exit.Str("reason") == "crash", "the server died mid-call", "exit %v", exit.Fields)
+	wait := h.s.cfg.AwaitTimeout
+	if !h.Virtual() {
+		wait = min(wait, timeout/2)
+	}
+	r, ok := h.ResultWithin(id, wait)
+	h.Verify(Response, ok, claim, "%s within %v of real time", pick(ok, "result", "no result"), wait)
+	h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeConnectionLost), "the call fails with mcp_connection_lost", "error=%v", r.Error)
+	if h.Virtual() {
+		h.Verify(Response, h.Now() == 0, "the virtual clock never moved", "now=%v", h.Now())
+	}
+}
