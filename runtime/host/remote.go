@@ -299,16 +299,23 @@ func (t *remoteTransport) expired(req *http.Request, info rpcInfo) {
 
 // unreachable reports a request that could not reach the server.
 func (t *remoteTransport) unreachable(info rpcInfo, err error) {
-	reason := ""
+	if reason := unreachableReason(err); reason != "" {
+		t.rc.srv.emit(event.RemoteUnreachable, event.String("method", info.method), event.String("reason", reason), event.Err(err))
+	}
+}
+
+// unreachableReason names why a request could not reach the server:
+// "refused", "reset", or "" for any other failure.
+func unreachableReason(err error) string {
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		reason = "refused"
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF):
-		reason = "reset"
-	default:
-		return
+		return "refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.EOF):
+		// A reset that comes while the request is still being written
+		// surfaces as EPIPE ("broken pipe") instead of ECONNRESET.
+		return "reset"
 	}
-	t.rc.srv.emit(event.RemoteUnreachable, event.String("method", info.method), event.String("reason", reason), event.Err(err))
+	return ""
 }
 
 // bearer returns the token of an Authorization: Bearer header.

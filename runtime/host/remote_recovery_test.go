@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -236,6 +239,29 @@ func TestLifecycleDocNamesRemoteEvents(t *testing.T) {
 	for _, s := range []string{string(StateNeedsAuth), CodeAuthRequired} {
 		if !strings.Contains(section, s) {
 			t.Errorf("docs/LIFECYCLE.md, Remote servers: %s is not mentioned", s)
+		}
+	}
+}
+
+// TestUnreachableReason: a reset is a reset whether it came while reading
+// the answer (ECONNRESET, EOF) or while still writing the request (EPIPE).
+func TestUnreachableReason(t *testing.T) {
+	op := func(op string, errno syscall.Errno) error {
+		return fmt.Errorf("Post \"http://127.0.0.1:1/mcp\": %w", &net.OpError{Op: op, Net: "tcp", Err: os.NewSyscallError(op, errno)})
+	}
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{op("dial", syscall.ECONNREFUSED), "refused"},
+		{op("read", syscall.ECONNRESET), "reset"},
+		{op("write", syscall.EPIPE), "reset"},
+		{fmt.Errorf("reading the answer: %w", io.EOF), "reset"},
+		{errors.New("tls: handshake failure"), ""},
+	}
+	for _, c := range cases {
+		if got := unreachableReason(c.err); got != c.want {
+			t.Errorf("unreachableReason(%v) = %q, want %q", c.err, got, c.want)
 		}
 	}
 }
