@@ -39,7 +39,6 @@ type H struct {
 	followers map[string]*journal.Follower // journal key -> its reader
 	knobs     map[string]map[string]string // journal key -> the fixture's environment
 	procs     []*exec.Cmd                  // processes the harness itself started
-	escaped   []int                        // processes that left their server's group (KillAtEnd)
 	calls     int
 	acquires  int
 

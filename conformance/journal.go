@@ -82,6 +82,18 @@ func (j JournalEntries) AllPIDs() []int {
 	return out
 }
 
+// EscapedPIDs returns the children that left their server's process group
+// (child-started with escaped true).
+func (j JournalEntries) EscapedPIDs() []int {
+	var out []int
+	for _, e := range j.Of("child-started") {
+		if c := e.Int("childPid"); c > 0 && e.Bool("escaped") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Last returns the last entry of kind, or a zero entry.
 func (j JournalEntries) Last(kind string) journal.Entry {
 	es := j.Of(kind)

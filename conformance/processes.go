@@ -24,14 +24,3 @@ func (h *H) Kill(pid int, sig syscall.Signal) {
 	ginkgo.GinkgoHelper()
 	h.must(proctest.Kill(pid, sig), "kill")
 }
-
-// KillAtEnd has the harness kill pid when the spec ends, before the driver
-// shuts down: a process that left its server's process group (setsid), which
-// no implementation can be asked to find. Killing it first also releases
-// any pipe it holds, so a failing implementation's shutdown cannot wait on
-// it.
-func (h *H) KillAtEnd(pid int) {
-	if pid > 0 {
-		h.escaped = append(h.escaped, pid)
-	}
-}

@@ -24,9 +24,7 @@ import (
 // everything is cleaned up.
 func (h *H) teardown() {
 	failedBefore := ginkgo.CurrentSpecReport().Failed()
-	for _, pid := range h.escaped {
-		_ = proctest.Kill(pid, syscall.SIGKILL)
-	}
+	h.killEscaped()
 	errs := h.closeDriver()
 	for _, cmd := range h.procs {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -47,6 +45,19 @@ func (h *H) teardown() {
 	_ = os.RemoveAll(h.dir)
 	if len(errs) > 0 {
 		ginkgo.Fail(strings.Join(errs, "\n"))
+	}
+}
+
+// killEscaped kills the children the journals say left their server's
+// process group (MCP_FIXTURE_ESCAPED_CHILD), before the driver shuts down:
+// no implementation can be asked to find them, and killing them first
+// releases the pipes they hold, so a failing implementation's shutdown
+// cannot wait on them.
+func (h *H) killEscaped() {
+	for _, key := range slices.Sorted(maps.Keys(h.journals)) {
+		for _, pid := range h.readJournal(key).EscapedPIDs() {
+			_ = proctest.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }
 
