@@ -58,6 +58,14 @@ func newOAuthServer(t *testing.T) *oauthServer {
 	}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
 	})
+	// drop closes its response stream after the priming event, with a
+	// retry: of 2 s, and answers on the stream the client resumes.
+	mcp.AddTool(ms, &mcp.Tool{Name: "drop", Description: "drop"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if req.Extra != nil && req.Extra.CloseSSEStream != nil {
+			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 2 * time.Second})
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "after the drop"}}}, nil, nil
+	})
 	// Sessions the client did not end (a handshake cut short) would outlive
 	// the test; the server ends them.
 	t.Cleanup(func() {
@@ -75,7 +83,7 @@ func newOAuthServer(t *testing.T) *oauthServer {
 	}
 	prm := base + "/.well-known/oauth-protected-resource/mcp"
 	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm})(
-		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)))
+		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})))
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", o.count("prm", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource: base + "/mcp", AuthorizationServers: []string{base},
 	})))
@@ -326,6 +334,42 @@ func TestOAuthClientCredentials(t *testing.T) {
 		m(event.ServerConnected, "fx"),
 	)
 	checkNoSecrets(t, e, append(o.issued(), ccSecret)...)
+}
+
+// TestOAuthStreamResumeCarriesToken: the GET that resumes a dropped
+// response stream carries the OAuth flow's token, as every other request of
+// the server does.
+func TestOAuthStreamResumeCarriesToken(t *testing.T) {
+	o := newOAuthServer(t)
+	env := func(k string) (string, bool) {
+		if k == "SVC_SECRET" {
+			return ccSecret, true
+		}
+		return "", false
+	}
+	e, sess := oauthEnv(t, o, `{"type":"oauth","grant":"client_credentials","clientId":"`+ccClientID+`","clientSecret":"${SVC_SECRET}"}`,
+		Options{Discovery: config.Options{Env: env}, ProtocolVersion: ProtocolLegacy})
+	out := e.callAsync(sess, "mcp_fx_drop", map[string]any{})
+	e.await(m(event.RemoteStreamDropped, "fx", "method", "tools/call", "retry_ms", "2000"))
+	rejections := func() int {
+		n := 0
+		for _, ev := range e.rt.Events().Events() {
+			if ev.Kind == event.RemoteAuthRejected {
+				n++
+			}
+		}
+		return n
+	}
+	rejected := rejections()
+	e.clock.Advance(2 * time.Second)
+	o2 := <-out
+	if o2.err != nil || !strings.Contains(o2.res.Text, "after the drop") {
+		t.Fatalf("call = %+v, %v", o2.res, o2.err)
+	}
+	e.await(m(event.RemoteStreamResumed, "fx"))
+	if n := rejections(); n != rejected {
+		t.Fatalf("%d requests were rejected after the drop, want none", n-rejected)
+	}
 }
 
 // TestOAuthRefreshAndPreRegistered: a pre-registered public client asks for

@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -94,6 +99,57 @@ func TestRemoteStreamResumed(t *testing.T) {
 	}
 	if st := e.status("fx"); st.StreamResumes != 1 {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// TestRemoteStreamResumeCarriesHeaders: the GET that resumes a dropped
+// stream carries the configured headers, not only the bearer token. A proxy
+// in front of the fixture refuses every request without the configured
+// X-Api-Key header.
+func TestRemoteStreamResumeCarriesHeaders(t *testing.T) {
+	dir := t.TempDir()
+	remote := startRemote(t, dir, "http", map[string]string{"MCP_FIXTURE_STREAM_DROP": "1", "MCP_FIXTURE_STREAM_RETRY_MS": "2000"})
+	target, err := url.Parse("http://" + remote.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	var mu sync.Mutex
+	var refused []string
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") != "k1" {
+			mu.Lock()
+			refused = append(refused, r.Method)
+			mu.Unlock()
+			http.Error(w, "no api key", http.StatusUnauthorized)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	// Registered first, so it runs after the runtime's cleanup has closed
+	// the connections through it.
+	t.Cleanup(front.Close)
+	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
+		return map[string]json.RawMessage{"fx": json.RawMessage(fmt.Sprintf(`{"type":"http","url":%q,"headers":{"X-Api-Key":"k1"}}`, front.URL+"/mcp"))}
+	}, Options{})
+	e.dir = dir
+	sess, err := e.rt.OpenSession(t.Context(), SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := e.callAsync(sess, "mcp_fx_echo", map[string]any{"text": "resumed"})
+	e.await(m(event.RemoteStreamDropped, "fx", "method", "tools/call", "retry_ms", "2000"))
+	e.clock.Advance(2 * time.Second)
+	o := <-out
+	if o.err != nil || !strings.Contains(o.res.Text, "resumed") {
+		t.Fatalf("call = %+v, %v", o.res, o.err)
+	}
+	e.await(m(event.RemoteStreamResumed, "fx"))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refused) > 0 {
+		t.Fatalf("requests without the configured header: %v", refused)
 	}
 }
 

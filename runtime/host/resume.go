@@ -155,33 +155,26 @@ func (b *resumingBody) resume(cause error) error {
 	return nil
 }
 
-// get sends the resume GET and installs its body.
+// get sends the resume GET and installs its body. The GET carries every
+// header of the POST it resumes (the configured ones among them) and goes
+// through exchange like any request of the transport: the bearer token in
+// force (a refreshed one, or the OAuth flow's), one refresh when the server
+// rejects it, a 404 read as an expired session.
 func (b *resumingBody) get() error {
 	req, err := http.NewRequestWithContext(b.req.Context(), http.MethodGet, b.req.URL.String(), nil)
 	if err != nil {
 		return err
 	}
-	for _, k := range []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Authorization"} {
-		if v := b.req.Header.Get(k); v != "" {
-			req.Header.Set(k, v)
-		}
-	}
-	b.t.rc.mu.Lock()
-	if b.t.rc.token != "" {
-		req.Header.Set("Authorization", "Bearer "+b.t.rc.token)
-	}
-	b.t.rc.mu.Unlock()
+	req.Header = b.req.Header.Clone()
+	req.Header.Del("Content-Type")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Last-Event-ID", b.lastID)
-	resp, err := b.t.base.RoundTrip(req)
+	resp, err := b.t.exchange(req, nil, rpcInfo{method: http.MethodGet}, false)
 	if err != nil {
 		return fmt.Errorf("resume GET: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK || !isEventStream(resp) {
 		discard(resp)
-		if resp.StatusCode == http.StatusNotFound {
-			b.t.expired(req, rpcInfo{method: http.MethodGet})
-		}
 		return fmt.Errorf("resume GET: HTTP %s", resp.Status)
 	}
 	b.body = resp.Body
