@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/config"
@@ -52,19 +53,8 @@ func (s *server) probe(ctx context.Context, c *connection) bool {
 func (s *server) runProbe(c *connection, pingless bool) bool {
 	timeout := s.rt.opts.ProbeTimeout
 	if !pingless {
-		ctx, cancel := clock.WithTimeout(c.ctx, s.rt.clock, timeout, "ping")
 		s.emit(event.ProbeStarted, event.String("method", "ping"), event.Millis("timeout_ms", timeout))
-		err := c.cs.Ping(ctx, nil)
-		if err != nil && ctx.Err() == nil {
-			err = s.sessions.retryPing(ctx, c, err)
-		}
-		if err != nil && ctx.Err() != nil {
-			// Timed out (or the connection ended): name that, not the
-			// SDK's cancellation. Checked before cancel, which would make
-			// every error look like a timeout.
-			err = context.Cause(ctx)
-		}
-		cancel()
+		err := s.probeRequest(c, "ping", timeout)
 		if err == nil {
 			s.emit(event.ProbeFinished, event.Bool("healthy", true), event.String("method", "ping"), event.String("error", ""))
 			return true
@@ -78,13 +68,8 @@ func (s *server) runProbe(c *connection, pingless bool) bool {
 		}
 		s.emit(event.ProbeFinished, event.Bool("healthy", false), event.String("method", "ping"), event.Err(err))
 	}
-	ctx, cancel := clock.WithTimeout(c.ctx, s.rt.clock, timeout, "tools/list")
 	s.emit(event.ProbeStarted, event.String("method", "tools/list"), event.Millis("timeout_ms", timeout))
-	_, err := c.cs.ListTools(ctx, nil)
-	if err != nil && ctx.Err() != nil {
-		err = context.Cause(ctx)
-	}
-	cancel()
+	err := s.probeRequest(c, "tools/list", timeout)
 	healthy := err == nil
 	if healthy && !pingless {
 		// Ping failed but the server answers: it drops or rejects ping.
@@ -94,4 +79,38 @@ func (s *server) runProbe(c *connection, pingless bool) bool {
 	}
 	s.emit(event.ProbeFinished, event.Bool("healthy", healthy), event.String("method", "tools/list"), event.Err(err))
 	return healthy
+}
+
+// probeRequest sends one probe request (method ping or tools/list) on c,
+// bounded by timeout. When it fails because the session of a remote
+// connection expired, it is sent once more, with the same bound, on the
+// session the runtime initialized in its place (retryProbe): an expired
+// session is no sign of an unhealthy server.
+func (s *server) probeRequest(c *connection, method string, timeout time.Duration) error {
+	err := s.probeSend(c, method, timeout)
+	if err != nil {
+		err = s.sessions.retryProbe(c, method, timeout, err, func(nc *connection) error {
+			return s.probeSend(nc, method, timeout)
+		})
+	}
+	return err
+}
+
+// probeSend sends method on c, bounded by timeout on the runtime's clock.
+func (s *server) probeSend(c *connection, method string, timeout time.Duration) error {
+	ctx, cancel := clock.WithTimeout(c.ctx, s.rt.clock, timeout, method)
+	defer cancel()
+	var err error
+	if method == "ping" {
+		err = c.cs.Ping(ctx, nil)
+	} else {
+		_, err = c.cs.ListTools(ctx, nil)
+	}
+	if err != nil && ctx.Err() != nil {
+		// Timed out (or the connection ended): name that, not the SDK's
+		// cancellation. Checked before cancel, which would make every
+		// error look like a timeout.
+		err = context.Cause(ctx)
+	}
+	return err
 }

@@ -81,6 +81,37 @@ func TestRemoteSessionExpiryRetriesCall(t *testing.T) {
 	}
 }
 
+// TestRemoteProbeReinitializesExpiredSession: the health probe after a
+// tool timeout meets a 404 for the session (the server forgot it while the
+// call hung): the runtime initializes a new session and the probe's ping
+// goes there; the server is healthy, the call keeps its timeout error and
+// nothing is restarted.
+func TestRemoteProbeReinitializesExpiredSession(t *testing.T) {
+	e, remote, sess := remoteEnv(t, map[string]string{"MCP_FIXTURE_HANG_MS": "600000"}, "",
+		Options{ToolTimeout: time.Second, ProbeTimeout: 3 * time.Second})
+	out := e.callAsync(sess, "mcp_fx_test", map[string]any{"text": "slow"})
+	e.awaitJournal("fx", "hang-start", 1)
+	if err := syscall.Kill(remote.cmd.Process.Pid, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	e.awaitJournal("fx", "expire-command", 1)
+	e.clock.Advance(time.Second)
+	o := <-out
+	if !errors.Is(o.err, ErrToolTimeout) {
+		t.Fatalf("call = %+v, %v; want the tool timeout", o.res, o.err)
+	}
+	e.await(m(event.RemoteRequestRetried, "fx", "method", "ping", "reason", "session-expired"))
+	e.await(m(event.ProbeFinished, "fx", "healthy", "true", "method", "ping"))
+	if n := e.count("fx", "initialize"); n != 2 {
+		t.Fatalf("initialize %d times, want 2", n)
+	}
+	for _, ev := range e.rt.Events().Events() {
+		if ev.Kind == event.RestartScheduled {
+			t.Fatalf("the expired session went through the restart policy: %v", ev)
+		}
+	}
+}
+
 // TestRemoteStreamResumed: a response stream closed after an event id is
 // resumed with Last-Event-ID after the server's retry:, on the clock.
 func TestRemoteStreamResumed(t *testing.T) {

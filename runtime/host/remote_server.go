@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcplife/mcplife/runtime/clock"
 	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -218,20 +219,23 @@ func (r *remoteSessions) retryCall(ctx context.Context, m *requestMark, name str
 	return res, err, true
 }
 
-// retryPing sends a probe's ping again on the session that replaced an
-// expired one; ping is idempotent. It returns the original error when c's
-// session did not expire or no new session came.
-func (r *remoteSessions) retryPing(ctx context.Context, c *connection, err error) error {
+// retryProbe sends a probe's failed request (method) again, with send,
+// on the session that replaced c's when c's session expired: the 404 ended
+// c, so the runtime initializes a new session at once (lost), which the
+// retry awaits for up to timeout on the clock. Otherwise it returns err.
+func (r *remoteSessions) retryProbe(c *connection, method string, timeout time.Duration, err error, send func(*connection) error) error {
 	s := r.s
 	if c.remote == nil || !c.remote.sessionExpired() {
 		return err
 	}
+	ctx, cancel := clock.WithTimeout(s.ctx, s.rt.clock, timeout, method)
 	nc := r.awaitNewSession(ctx, c)
+	cancel()
 	if nc == nil {
 		return err
 	}
-	s.emit(event.RemoteRequestRetried, event.String("method", "ping"), event.String("reason", "session-expired"))
-	return nc.cs.Ping(ctx, nil)
+	s.emit(event.RemoteRequestRetried, event.String("method", method), event.String("reason", "session-expired"))
+	return send(nc)
 }
 
 // retryAfterLocked returns the Retry-After the next restart delay must

@@ -26,9 +26,9 @@ type sessionStrategy interface {
 	// retryCall decides what a call that failed without a timeout gets:
 	// a new result, or an error of its own; ok is false when neither.
 	retryCall(ctx context.Context, m *requestMark, name string, args any, ci *callInfo, err error) (_ *mcp.CallToolResult, _ error, ok bool)
-	// retryPing sends a probe's failed ping again where the session was
-	// replaced, or returns err.
-	retryPing(ctx context.Context, c *connection, err error) error
+	// retryProbe sends a probe's failed request (method) again, with send,
+	// where c's session was replaced, or returns err.
+	retryProbe(c *connection, method string, timeout time.Duration, err error, send func(*connection) error) error
 	// connectErr names what the transport saw behind a failed connect.
 	connectErr(rc *remoteConn, err error) error
 	// noteFailureLocked records what a failed attempt means and reports
@@ -65,7 +65,9 @@ func (stdioSessions) retryCall(context.Context, *requestMark, string, any, *call
 	return nil, nil, false
 }
 
-func (stdioSessions) retryPing(_ context.Context, _ *connection, err error) error { return err }
+func (stdioSessions) retryProbe(_ *connection, _ string, _ time.Duration, err error, _ func(*connection) error) error {
+	return err
+}
 
 func (stdioSessions) connectErr(_ *remoteConn, err error) error { return err }
 
