@@ -1,11 +1,13 @@
 package conformance
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
 
 	"github.com/mcplife/mcplife/conformance/driver"
+	"github.com/mcplife/mcplife/fixtures/mcp-fixture/fixture"
 	"github.com/mcplife/mcplife/runtime/event"
 )
 
@@ -119,6 +121,56 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
+	ID: "REMOTE-EXPIRY-003", Level: Must, Profile: driver.ProfileRemote, Area: "session-expiry", Eras: Legacy,
+	Statement: "An implementation MUST, when the health probe after a tool timeout meets a 404 for the session, re-initialize a new session and probe on it: a server that answers there is healthy and is not restarted.",
+	Source:    Source{"issue 14", "on 404 for a known session, re-initialize once and retry the request if it was idempotent (tools/list, ping; a tools/call is retried only when the server never saw it)"},
+}, func(h *H) {
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_HANG_MS": "600000"})
+	h.Start(Setup{
+		Servers: map[string]Server{"fx": remoteServer(addr)},
+		Options: &driver.StartOptions{ToolTimeoutMs: Ms(1000), ProbeTimeoutMs: Ms(3000)},
+	})
+	h.Open("main")
+	pid := h.AwaitJournal("fx", "tools-list", 1).PIDs()[0]
+	id := h.Call("main", "mcp_fx_test", map[string]any{"text": "slow"})
+	h.AwaitJournal("fx", "hang-start", 1)
+	// The server forgets the session while the call hangs: the probe's
+	// first request meets the 404.
+	h.Kill(pid, syscall.SIGUSR1)
+	h.AwaitJournal("fx", "expire-command", 1)
+	// A probe whose last request (tools/list, after ping) fails judges the
+	// server unhealthy, which then is restarted and the timed-out call sent
+	// again (SHARED-PROBE-002): either contradicts at once.
+	var r, r2 driver.CallResult
+	h.Unless(func() string {
+		for _, e := range h.Client().Events() {
+			if e.Kind == event.ProbeFinished && e.Server == "fx" && e.Attrs["healthy"] == false && e.Attrs["method"] == "tools/list" {
+				return fmt.Sprintf("the health probe judged the server unhealthy: %v", e.Attrs)
+			}
+		}
+		if n := h.readJournal("fx").Count("call-start"); n > 1 {
+			return fmt.Sprintf("the timed-out call was sent again (%d call-start): the server was judged unhealthy", n)
+		}
+		return ""
+	}, func() {
+		h.Advance(1000)
+		r = h.Result(id)
+		h.Verify(Response, r.Error != nil && r.Error.Code == string(driver.OutcomeToolTimeout), "the call fails with mcp_tool_timeout", "error=%v", r.Error)
+		h.Await(Ev(event.ProbeFinished, "fx", "healthy", "true"))
+		// Bound of the negative checks: the next call's answer, after the
+		// probe's verdict.
+		r2 = h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "next"})
+	})
+	j := h.Journal("fx")
+	h.Verify(Response, r2.Error == nil && !r2.Result.IsError && strings.Contains(r2.Result.Text, "next"), "the next call answers", "error=%v text=%q", r2.Error, r2.Result.Text)
+	h.Verify(Journal, j.Count("session-expired") >= 1, "the server answered 404 for the forgotten session", "%d session-expired", j.Count("session-expired"))
+	h.Verify(Journal, j.Count("initialize") == 2, "one new session was initialized", "%d initialize", j.Count("initialize"))
+	h.Verify(Events, h.Count(Ev(event.RestartScheduled, "fx")) == 0, "no restart was scheduled", "%d restart.scheduled", h.Count(Ev(event.RestartScheduled, "fx")))
+	st := h.Status("fx")
+	h.Verify(Response, st.State == "connected", "status: connected", "state %q", st.State)
+})
+
+var _ = Spec(Requirement{
 	ID: "REMOTE-RESUME-001", Level: Must, Profile: driver.ProfileRemote, Area: "stream-resumption", Timing: true, Eras: Legacy,
 	Statement: "An implementation MUST resume a response stream that ended before the answer, after an event id, with a GET carrying Last-Event-ID once the server's retry: has passed, and deliver the answer without sending the call again.",
 	Source:    Source{"issue 14", "resume a dropped stream with GET and Last-Event-ID honouring `retry:`"},
@@ -142,6 +194,62 @@ var _ = Spec(Requirement{
 	h.Await(Ev(event.RemoteStreamResumed, "fx"))
 	st := h.Status("fx")
 	h.Verify(Response, st.StreamResumes == 1, "status counts one resumed stream", "streamResumes %d", st.StreamResumes)
+})
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-RESUME-002", Level: Must, Profile: driver.ProfileRemote, Area: "stream-resumption", Timing: true, Eras: Legacy,
+	Statement: "An implementation MUST authenticate the GET that resumes a dropped response stream as it does its other requests: when the server rejects the bearer token there, it gets a new token from its credential provider once and resumes with it, and the call gets its answer without being sent again.",
+	Source:    Source{"issue 14", "resume a dropped stream with GET and Last-Event-ID; on 401/403 refresh the credential once through the configured provider"},
+}, func(h *H) {
+	creds := h.Path("credentials.json")
+	h.writeCredentials(creds, "one")
+	// The handshake's three POSTs and the call's own use up token one: the
+	// resuming GET meets it expired.
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_STREAM_DROP": "1", "MCP_FIXTURE_STREAM_RETRY_MS": "2000",
+		"MCP_FIXTURE_AUTH_TOKENS": "one,two", "MCP_FIXTURE_AUTH_EXPIRE_AFTER": "4"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr).With("auth", map[string]string{"type": "oauth", "credentialId": "fx"})}, CredentialsFile: creds})
+	h.Open("main")
+	h.AwaitJournal("fx", "tools-list", 1)
+	h.writeCredentials(creds, "two")
+	id := h.Call("main", "mcp_fx_echo", map[string]any{"text": "resumed"})
+	h.AwaitJournal("fx", "stream-closed", 1)
+	h.AwaitTimerDue(2000, "the stream's retry:")
+	h.Advance(2000)
+	r := h.Result(id)
+	j := h.Journal("fx")
+	h.Verify(Response, r.Error == nil && !r.Result.IsError && strings.Contains(r.Result.Text, "resumed"), "the call got its answer", "error=%v text=%q", r.Error, r.Result.Text)
+	h.Verify(Journal, len(j.Where("auth-rejected", "reason", "expired")) == 1, "the server rejected the expired token once, on the resuming GET", "%d auth-rejected", j.Count("auth-rejected"))
+	h.Verify(Journal, j.Count("stream-resumed") == 1, "the stream was resumed with Last-Event-ID and the refreshed token", "%d stream-resumed", j.Count("stream-resumed"))
+	h.Verify(Journal, j.Count("call-start") == 1, "the call was not sent again", "%d call-start", j.Count("call-start"))
+	h.Verify(Journal, j.Count(Handshake) == 1, "the session was not initialized again", "%d initialize", j.Count(Handshake))
+})
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-RESUME-003", Level: Must, Profile: driver.ProfileRemote, Area: "stream-resumption", Timing: true, Eras: Legacy,
+	Statement: "An implementation MUST recognise the answer on a resumed response stream however long it is, deliver it whole, and not resume that stream again once the answer has arrived.",
+	Source:    Source{"issue 14", "resume a dropped stream with GET and Last-Event-ID honouring `retry:`"},
+}, func(h *H) {
+	// 200,000 characters: far more than one read, and more than a client
+	// might keep of one line to find the answer in it.
+	const size = 200000
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_STREAM_DROP": "1", "MCP_FIXTURE_STREAM_RETRY_MS": "2000"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr)}, Options: &driver.StartOptions{MaxResultChars: Int(size)}})
+	h.Open("main")
+	id := h.Call("main", "mcp_fx_big", map[string]any{"bytes": size})
+	h.AwaitJournal("fx", "stream-closed", 1)
+	h.AwaitTimerDue(2000, "the stream's retry:")
+	h.Advance(2000)
+	r := h.Result(id)
+	h.Verify(Response, r.Error == nil && !r.Result.IsError && !r.Result.Truncated && r.Result.OriginalChars == size && strings.Contains(r.Result.Text, fixture.BigText(size)),
+		"the call got its whole answer from the resumed stream", "error=%v truncated=%v originalChars=%d", r.Error, r.Result.Truncated, r.Result.OriginalChars)
+	// A stream resumed again after its answer would be resumed once any
+	// retry delay has passed: a minute of the clock, then a call after it.
+	h.Advance(60000)
+	after := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "after"})
+	h.Verify(Response, after.Error == nil && strings.Contains(after.Result.Text, "after"), "a later call answers", "error=%v text=%q", after.Error, after.Result.Text)
+	j := h.AwaitJournal("fx", "call-end", 2)
+	h.Verify(Journal, j.Count("stream-resumed") == 1, "the stream was resumed once, before its answer, and never after it", "%d stream-resumed: %v", j.Count("stream-resumed"), j.Of("stream-resumed"))
+	h.Verify(Journal, j.Count("call-start") == 2, "no call was sent again", "%d call-start", j.Count("call-start"))
 })
 
 var _ = Spec(Requirement{
