@@ -148,8 +148,8 @@ var _ = Spec(Requirement{
 				return fmt.Sprintf("the health probe judged the server unhealthy: %v", e.Attrs)
 			}
 		}
-		if n := h.readJournal("fx").Count("call-start"); n > 1 {
-			return fmt.Sprintf("the timed-out call was sent again (%d call-start): the server was judged unhealthy", n)
+		if n := len(h.readJournal("fx").Where("call-start", "tool", "test")); n > 1 {
+			return fmt.Sprintf("the timed-out call was sent again (%d call-start of tool test): the server was judged unhealthy", n)
 		}
 		return ""
 	}, func() {
