@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcplife/mcplife/runtime/config"
 	"github.com/mcplife/mcplife/runtime/event"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -312,19 +311,26 @@ func TestOAuthNoUserAgent(t *testing.T) {
 	}
 }
 
-// TestOAuthClientCredentials: the client-credentials grant with the secret
-// from the environment (auth.clientSecret names the variable), sent with
-// basic auth as the server's metadata prefers.
-func TestOAuthClientCredentials(t *testing.T) {
-	o := newOAuthServer(t)
-	env := func(k string) (string, bool) {
+// clientCredentialsEnv is oauthEnv with the client-credentials grant, its
+// secret from the environment variable SVC_SECRET (opts.Discovery.Env is
+// replaced).
+func clientCredentialsEnv(t *testing.T, o *oauthServer, opts Options) (*fixtureEnv, *Session) {
+	t.Helper()
+	opts.Discovery.Env = func(k string) (string, bool) {
 		if k == "SVC_SECRET" {
 			return ccSecret, true
 		}
 		return "", false
 	}
-	e, sess := oauthEnv(t, o, `{"type":"oauth","grant":"client_credentials","clientId":"`+ccClientID+`","clientSecret":"${SVC_SECRET}"}`,
-		Options{Discovery: config.Options{Env: env}})
+	return oauthEnv(t, o, `{"type":"oauth","grant":"client_credentials","clientId":"`+ccClientID+`","clientSecret":"${SVC_SECRET}"}`, opts)
+}
+
+// TestOAuthClientCredentials: the client-credentials grant with the secret
+// from the environment (auth.clientSecret names the variable), sent with
+// basic auth as the server's metadata prefers.
+func TestOAuthClientCredentials(t *testing.T) {
+	o := newOAuthServer(t)
+	e, sess := clientCredentialsEnv(t, o, Options{})
 	if _, err := sess.CallTool(t.Context(), "mcp_fx_echo", map[string]any{"text": "cc"}); err != nil {
 		t.Fatal(err)
 	}
@@ -341,14 +347,7 @@ func TestOAuthClientCredentials(t *testing.T) {
 // the server does.
 func TestOAuthStreamResumeCarriesToken(t *testing.T) {
 	o := newOAuthServer(t)
-	env := func(k string) (string, bool) {
-		if k == "SVC_SECRET" {
-			return ccSecret, true
-		}
-		return "", false
-	}
-	e, sess := oauthEnv(t, o, `{"type":"oauth","grant":"client_credentials","clientId":"`+ccClientID+`","clientSecret":"${SVC_SECRET}"}`,
-		Options{Discovery: config.Options{Env: env}, ProtocolVersion: ProtocolLegacy})
+	e, sess := clientCredentialsEnv(t, o, Options{ProtocolVersion: ProtocolLegacy})
 	out := e.callAsync(sess, "mcp_fx_drop", map[string]any{})
 	e.await(m(event.RemoteStreamDropped, "fx", "method", "tools/call", "retry_ms", "2000"))
 	rejections := func() int {
