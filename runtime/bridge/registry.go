@@ -21,7 +21,9 @@ type Tool struct {
 	MCPName string
 	// Description is the tool's MCP description.
 	Description string
-	// InputSchema is the converted input schema (see ConvertSchema).
+	// InputSchema is the converted input schema (see ConvertSchema). The
+	// runtime (runtime/host) lists schemas as compact JSON, so in its
+	// tools this is a json.RawMessage.
 	InputSchema any
 	// RequiresApproval tells the agent loop to ask the user before calling.
 	RequiresApproval bool
