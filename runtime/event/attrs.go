@@ -122,7 +122,7 @@ func commonAttrs() map[string]AttrInfo {
 		{Name: "idle_ms", Type: TypeMillis, Meaning: "the idle timeout that expired"},
 		{Name: "status", Type: TypeInt, Meaning: "the HTTP status the remote server answered"},
 		{Name: "last_event_id", Type: TypeString, Meaning: "the id of the last event received on the dropped stream"},
-		{Name: "retry_ms", Type: TypeMillis, Meaning: "the stream's retry: before a resume (1000 when the server sent none)"},
+		{Name: "retry_ms", Type: TypeMillis, Meaning: "the stream's retry: before a resume (0 for `retry: 0`; the implementation's own delay, 1000 for the reference, when the server sent none)"},
 		{Name: "retry_after_ms", Type: TypeMillis, Meaning: "the Retry-After the server asked for"},
 		{Name: "credential", Type: TypeString, Meaning: "the credential id asked of the provider"},
 		{Name: "document", Type: TypeString, Values: []string{"protected-resource", "authorization-server"}, Meaning: "the OAuth metadata document fetched"},

@@ -133,6 +133,49 @@ func TestRemoteStreamResumed(t *testing.T) {
 	}
 }
 
+// TestRemoteStreamResumedAtOnce: `retry: 0` is a reconnection time of
+// zero, not "no retry:": the stream is resumed without the clock moving.
+func TestRemoteStreamResumedAtOnce(t *testing.T) {
+	e, _, sess := remoteEnv(t, map[string]string{"MCP_FIXTURE_STREAM_DROP": "1", "MCP_FIXTURE_STREAM_RETRY_MS": "0"}, "", Options{})
+	out := e.callAsync(sess, "mcp_fx_echo", map[string]any{"text": "resumed"})
+	e.await(m(event.RemoteStreamDropped, "fx", "method", "tools/call", "retry_ms", "0"))
+	e.await(m(event.RemoteStreamResumed, "fx"))
+	o := <-out
+	if o.err != nil || !strings.Contains(o.res.Text, "resumed") {
+		t.Fatalf("call = %+v, %v", o.res, o.err)
+	}
+	if n := e.count("fx", "call-start"); n != 1 {
+		t.Fatalf("the server saw %d calls, want 1", n)
+	}
+}
+
+// TestSSERetryField: which `retry:` values set the reconnection time. SSE
+// takes ASCII digits only and ignores anything else; a value too long for
+// a time.Duration is the longest one.
+func TestSSERetryField(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want time.Duration
+		set  bool
+	}{
+		{"retry: 0\n", 0, true},
+		{"retry:250\n", 250 * time.Millisecond, true},
+		{"retry: 2000\r\n", 2 * time.Second, true},
+		{"retry: 99999999999999999999999\n", time.Duration(maxRetryMs) * time.Millisecond, true},
+		{"retry: +5\n", 0, false},
+		{"retry: -1\n", 0, false},
+		{"retry: 1.5\n", 0, false},
+		{"retry: \n", 0, false},
+		{"retry: 1_000\n", 0, false},
+	} {
+		var b sseTracker
+		b.observe([]byte(c.line))
+		if b.retry != c.want || b.hasRetry != c.set {
+			t.Errorf("%q: retry %v set %v, want %v %v", c.line, b.retry, b.hasRetry, c.want, c.set)
+		}
+	}
+}
+
 // TestRemoteStreamResumeCarriesHeaders: the GET that resumes a dropped
 // stream carries the configured headers, not only the bearer token. A proxy
 // in front of the fixture refuses every request without the configured

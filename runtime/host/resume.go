@@ -3,8 +3,10 @@ package host
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -16,11 +18,15 @@ import (
 // the answer of its request; longer data lines are judged by their start.
 const maxTrackedLine = 64 << 10
 
+// maxRetryMs is the longest `retry:` a time.Duration holds; a longer one
+// is read as this (the call's own timeout ends the wait first).
+const maxRetryMs = math.MaxInt64 / uint64(time.Millisecond)
+
 // resumingBody is the body of a POST whose answer comes as an SSE stream.
 // It passes the stream through to go-sdk unchanged while it tracks the last
 // event id, the server's `retry:` and whether the answer to the request has
 // arrived. When the stream ends before the answer and after an event id, it
-// waits `retry:` (default 1 s) on the runtime's clock, resumes with a GET
+// waits `retry:` (default 1 s; `retry: 0` is at once) on the runtime's clock, resumes with a GET
 // carrying Last-Event-ID and splices the new stream in, so go-sdk sees one
 // stream. A resumed stream that ends again without a new event id is not
 // resumed a second time.
@@ -42,6 +48,7 @@ type sseTracker struct {
 	lineLong bool   // the current line was longer
 	lastID   string
 	retry    time.Duration
+	hasRetry bool // the stream set retry (0 is "at once")
 	answered bool
 }
 
@@ -98,8 +105,11 @@ func (b *sseTracker) endLine() {
 	case "id":
 		b.lastID = string(value)
 	case "retry":
-		if ms, err := strconv.ParseInt(string(value), 10, 64); err == nil && ms >= 0 {
-			b.retry = time.Duration(ms) * time.Millisecond
+		// SSE: a value of ASCII digits only (ParseUint takes no sign) sets
+		// the reconnection time; anything else is ignored.
+		if ms, err := strconv.ParseUint(string(value), 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			b.retry = time.Duration(min(ms, maxRetryMs)) * time.Millisecond
+			b.hasRetry = true
 		}
 	case "data":
 		if b.isAnswer(value, long) {
@@ -133,9 +143,11 @@ func (b *resumingBody) resume(cause error) error {
 	ctx := b.req.Context()
 	b.body.Close()
 	b.resumedAt = b.lastID
-	delay := b.retry
-	if delay <= 0 {
-		delay = defaultStreamRetry
+	// SSE: retry sets the reconnection time, 0 included (at once);
+	// without it the wait is the client's own.
+	delay := defaultStreamRetry
+	if b.hasRetry {
+		delay = b.retry
 	}
 	err := sleepOn(ctx, s.rt.clock, delay, func() {
 		s.emit(event.RemoteStreamDropped, event.String("method", b.info.method), event.String("last_event_id", b.lastID),
