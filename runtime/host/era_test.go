@@ -127,9 +127,9 @@ func renderEras(t *testing.T) string {
 			"`reason=%s`: an http server answered `server/discover` without the revision (400, 404 or 405, a JSON-RPC error, or versions without %s) and go-sdk sent `initialize` on the same connection; a discover that got no answer about the era (unreachable, 429/5xx after Retry-After, a rejected credential) fails the attempt instead",
 			FallbackDiscoverUnanswered, FallbackDiscoverRefused, ProtocolModern),
 		fmt.Sprintf("`reason=%s`: `initialize` refused with UnsupportedProtocolVersionError naming %s (not when the config pins the handshake version); a new connection asks it", whyModern, toModern))
-	row("HTTP 404 without a JSON-RPC error",
-		fmt.Sprintf("for the session (`Mcp-Session-Id`): `%s`, re-initialized at once outside the restart policy; a call the server never saw is sent again on the new session", event.RemoteSessionExpired),
-		fmt.Sprintf("no session to lose: `%s`, the request is sent again once at once (`%s` reason=not-found); a second 404 fails that request alone (a call: `mcp_unavailable`); no re-initialization, no restart, and a session id an instance sends is ignored", event.RemoteNotFound, event.RemoteRequestRetried))
+	row("HTTP 404",
+		fmt.Sprintf("to a request carrying `Mcp-Session-Id`, whatever its body (go-sdk's server sends plain text, the TypeScript SDK's a JSON-RPC error -32001): the session is lost, `%s`, re-initialized at once outside the restart policy; a call the server never saw is sent again on the new session", event.RemoteSessionExpired),
+		fmt.Sprintf("with a JSON-RPC error: the request's own answer (an unknown method's -32601), passed on. Without one: no session to lose, `%s`, the request is sent again once at once (`%s` reason=not-found); a second 404 fails that request alone (a call: `mcp_unavailable`); no re-initialization, no restart, and a session id an instance sends is ignored", event.RemoteNotFound, event.RemoteRequestRetried))
 	row("response stream ended before its answer",
 		fmt.Sprintf("resumed with `GET` and `Last-Event-ID` after the stream's `retry:` (`%s`, `%s`)", event.RemoteStreamDropped, event.RemoteStreamResumed),
 		fmt.Sprintf("no resumption: the request, tools/call included, is re-issued once as a new request with a new id (`%s`, `%s`); a second loss fails it, the connection stays", event.RemoteStreamLost, event.RemoteRequestReissued))

@@ -238,7 +238,10 @@ func (t *remoteTransport) exchange(req *http.Request, body []byte, info rpcInfo,
 			}
 		}
 	}
-	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" && !jsonRPCErrorBody(resp) {
+	// A 404 to a request carrying a session id is the session's loss,
+	// whatever its body: go-sdk's server sends plain text, the TypeScript
+	// SDK's a JSON-RPC error (-32001 "Session not found").
+	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" {
 		t.expired(req, info)
 	}
 	if watch && req.Method == http.MethodPost && info.id != "" && resp.StatusCode == http.StatusOK && isEventStream(resp) {
@@ -259,8 +262,9 @@ func isEventStream(resp *http.Response) bool {
 	return mt == "text/event-stream"
 }
 
-// jsonRPCErrorBody reports whether resp carries a JSON-RPC error (a 404 for
-// one method, not for the session); the body stays readable.
+// jsonRPCErrorBody reports whether resp carries a JSON-RPC error: on a
+// stateless connection, a 404 that is the request's own answer (an unknown
+// method's), not a missing endpoint. The body stays readable.
 func jsonRPCErrorBody(resp *http.Response) bool {
 	const limit = 64 << 10
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, limit))

@@ -81,6 +81,27 @@ func TestRemoteSessionExpiryRetriesCall(t *testing.T) {
 	}
 }
 
+// TestRemoteSessionExpiryJSONRPCBody: the TypeScript SDK's server answers
+// a forgotten session with 404 and a JSON-RPC error (-32001 "Session not
+// found"); a 404 to a request carrying a session id is the session's loss
+// whatever its body, so the call goes to a new session as with go-sdk's
+// plain-text 404.
+func TestRemoteSessionExpiryJSONRPCBody(t *testing.T) {
+	e, _, sess := remoteEnv(t, map[string]string{"MCP_FIXTURE_SESSION_EXPIRE_AFTER": "2", "MCP_FIXTURE_SESSION_EXPIRED_BODY": "jsonrpc"}, "", Options{})
+	res, err := sess.CallTool(t.Context(), "mcp_fx_echo", map[string]any{"text": "again"})
+	if err != nil || !strings.Contains(res.Text, "again") {
+		t.Fatalf("call = %+v, %v", res, err)
+	}
+	e.await(m(event.RemoteSessionExpired, "fx", "method", "tools/call"))
+	e.await(m(event.RemoteRequestRetried, "fx", "method", "tools/call", "reason", "session-expired"))
+	if n := e.count("fx", "call-start"); n != 1 {
+		t.Fatalf("the server saw %d calls, want 1", n)
+	}
+	if n := e.count("fx", "initialize"); n != 2 {
+		t.Fatalf("initialize %d times, want 2", n)
+	}
+}
+
 // TestRemoteProbeReinitializesExpiredSession: the health probe after a
 // tool timeout meets a 404 for the session (the server forgot it while the
 // call hung): the runtime initializes a new session and the probe's ping
