@@ -76,6 +76,25 @@ var _ = Spec(Requirement{
 })
 
 var _ = Spec(Requirement{
+	ID: "REMOTE-EXPIRY-004", Level: Must, Profile: driver.ProfileRemote, Area: "session-expiry", Eras: Legacy,
+	Statement: "An implementation MUST take a 404 to a request carrying its session id as the session's loss whatever the response's body, a JSON-RPC error included (the TypeScript SDK's server answers a forgotten session with 404 and -32001 \"Session not found\"): it re-initializes a new session and sends a tools/call the server never saw again on it, so the server runs the call exactly once.",
+	Source:    Source{"issue 14", "on 404 for a known session, re-initialize once and retry the request if it was idempotent (tools/list, ping; a tools/call is retried only when the server never saw it)"},
+}, func(h *H) {
+	// initialized and tools/list are the first two session POSTs; the call
+	// is the third.
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_SESSION_EXPIRE_AFTER": "2", "MCP_FIXTURE_SESSION_EXPIRED_BODY": "jsonrpc"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr)}})
+	h.Open("main")
+	r := h.CallNow("main", "mcp_fx_echo", map[string]any{"text": "exactly once"})
+	j := h.AwaitJournal("fx", "session-expired", 1)
+	h.Verify(Journal, len(j.Where("session-expired", "method", "tools/call")) == 1, "the server forgot the session at the call and answered 404 with a JSON-RPC error", "%d session-expired", j.Count("session-expired"))
+	h.Verify(Response, r.Error == nil && !r.Result.IsError && strings.Contains(r.Result.Text, "exactly once"), "the call succeeded", "error=%v text=%q", r.Error, r.Result.Text)
+	j = h.Journal("fx")
+	h.Verify(Journal, j.Count("initialize") == 2, "a new session was initialized", "%d initialize", j.Count("initialize"))
+	h.Verify(Journal, j.Count("call-start") == 1, "the server ran the call exactly once", "%d call-start", j.Count("call-start"))
+})
+
+var _ = Spec(Requirement{
 	ID: "REMOTE-EXPIRY-002", Level: Must, Profile: driver.ProfileRemote, Area: "session-expiry", Timing: true, Eras: Legacy,
 	Statement: "An implementation MUST re-initialize an expired session at once only when its last re-initialization is at least the stability window old; a session that expires again sooner MUST go to the restart policy instead (remote.session_reinit_failed, then restart.scheduled with the policy's delay), with no handshake before that delay has passed.",
 	Source:    Source{"issue 14", "on 404 for a known session, re-initialize once and retry the request; a session that keeps expiring falls back to the restart policy's bounds (LIFECYCLE.md: the new session expires again within the stability window)"},
@@ -250,6 +269,25 @@ var _ = Spec(Requirement{
 	j := h.AwaitJournal("fx", "call-end", 2)
 	h.Verify(Journal, j.Count("stream-resumed") == 1, "the stream was resumed once, before its answer, and never after it", "%d stream-resumed: %v", j.Count("stream-resumed"), j.Of("stream-resumed"))
 	h.Verify(Journal, j.Count("call-start") == 2, "no call was sent again", "%d call-start", j.Count("call-start"))
+})
+
+var _ = Spec(Requirement{
+	ID: "REMOTE-RESUME-004", Level: Must, Profile: driver.ProfileRemote, Area: "stream-resumption", Timing: true, Eras: Legacy,
+	Statement: "An implementation MUST read `retry: 0` on a response stream that ended before the answer as a reconnection time of zero, not as a missing `retry:`: it resumes the stream at once, without waiting on its clock, and the call gets its answer without being sent again.",
+	Source:    Source{"issue 14", "resume a dropped stream with GET and Last-Event-ID honouring `retry:`"},
+}, func(h *H) {
+	addr := h.HTTPFixture("fx", Knobs{"MCP_FIXTURE_STREAM_DROP": "1", "MCP_FIXTURE_STREAM_RETRY_MS": "0"})
+	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr)}})
+	h.Open("main")
+	id := h.Call("main", "mcp_fx_echo", map[string]any{"text": "resumed"})
+	h.AwaitJournal("fx", "stream-closed", 1)
+	// The clock stands still from here: an implementation that waits on
+	// it instead goes idle with its wait pending, which ends this wait.
+	r := h.Result(id)
+	j := h.Journal("fx")
+	h.Verify(Response, r.Error == nil && !r.Result.IsError && strings.Contains(r.Result.Text, "resumed"), "the call got its answer with the clock standing still", "error=%v text=%q", r.Error, r.Result.Text)
+	h.Verify(Journal, j.Count("stream-resumed") == 1, "the stream was resumed with Last-Event-ID", "%d stream-resumed", j.Count("stream-resumed"))
+	h.Verify(Journal, j.Count("call-start") == 1, "the call was not sent again", "%d call-start", j.Count("call-start"))
 })
 
 var _ = Spec(Requirement{

@@ -58,7 +58,7 @@ var teeth = []teethRow{
 		// A remote connection's end is not handled either: no
 		// re-initialization after a 404, no needs-auth.
 		"SHARED-IDLE-001", []string{"SHARED-RESTART-002", "SHARED-STABLE-001", "BOUNDED-RESTART-002", "BOUNDED-GRACE-001", "BOUNDED-CRASHLOOP-001", "REG-GRACE-001", "REG-GRACE-002",
-			"REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-AUTH-002", "REMOTE-AUTH-003", "FIELD-CRASH-003", "FIELD-EXIT-002", "FIELD-EXPIRY-001", "FIELD-REFUSED-001", "SEC-STDOUT-001"}},
+			"REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-AUTH-002", "REMOTE-AUTH-003", "FIELD-CRASH-003", "FIELD-EXIT-002", "FIELD-EXPIRY-001", "FIELD-REFUSED-001", "SEC-STDOUT-001", "REMOTE-EXPIRY-004"}},
 	{"untrusted-stdio", "project-level stdio servers run in untrusted workspaces",
 		"SEC-TRUST-001", nil},
 	{"truncate-after-wrap", "truncation cuts the wrapped text, losing the closing marker",
@@ -74,7 +74,7 @@ var teeth = []teethRow{
 		// whether its first call after the kill meets the dead connection
 		// or the relaunched one is a race under this defect (no-idle-watch
 		// proves it).
-		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-AUTH-002", "REMOTE-AUTH-003", "CORE-HOSTILE-006", "SHARED-RESTART-004", "FIELD-CRASH-001", "FIELD-STDOUT-001", "SEC-STDOUT-001"}},
+		"CORE-FAILFAST-001", []string{"REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-AUTH-002", "REMOTE-AUTH-003", "CORE-HOSTILE-006", "SHARED-RESTART-004", "FIELD-CRASH-001", "FIELD-STDOUT-001", "SEC-STDOUT-001", "REMOTE-EXPIRY-004"}},
 	{"gate-waits-for-all", "the startup gate ignores its timeout",
 		"GATE-TIMING-001", []string{"GATE-TIMING-002", "GATE-DEFERRED-001", "GATE-LATE-001", "GATE-CACHE-001", "GATE-CACHE-002", "GATE-CACHE-003"}},
 	{"abort-probes", "a caller's cancellation runs the health probe",
@@ -88,17 +88,21 @@ var teeth = []teethRow{
 	{"double-restart", "a second restart trigger starts a second restart loop",
 		"SHARED-RESTART-003", nil},
 	{"no-session-reinit", "a 404 for the session is an ordinary transport exit: no re-initialization at once, no retry of the unseen call",
-		"REMOTE-EXPIRY-001", []string{"REMOTE-EXPIRY-002", "FIELD-EXPIRY-001"}},
+		"REMOTE-EXPIRY-001", []string{"REMOTE-EXPIRY-002", "FIELD-EXPIRY-001", "REMOTE-EXPIRY-004"}},
 	{"expiry-reinit-always", "a session that keeps expiring is re-initialized at once every time, never handed to the restart policy",
 		"REMOTE-EXPIRY-002", nil},
 	{"probe-ignores-expiry", "a health probe that meets an expired session judges the lost connection: unhealthy, so the server is restarted",
 		"REMOTE-EXPIRY-003", nil},
 	{"no-stream-resume", "a dropped response stream is not resumed with Last-Event-ID",
-		"REMOTE-RESUME-001", nil},
+		"REMOTE-RESUME-001", []string{"REMOTE-RESUME-004"}},
 	{"resume-unauthenticated", "the GET that resumes a dropped stream copies three headers of the POST and never refreshes a rejected token",
 		"REMOTE-RESUME-002", nil},
 	{"resume-long-line-fails", "an SSE line longer than 64 KiB on a response stream breaks the stream, as with a bufio.Scanner of the default size",
 		"REMOTE-RESUME-003", nil},
+	{"resume-retry-zero-default", "retry: 0 is read as no retry: the stream is resumed after the default 1 s",
+		"REMOTE-RESUME-004", nil},
+	{"expiry-jsonrpc-body-ignored", "a 404 with a JSON-RPC error body is not taken for a lost session (the TypeScript SDK server's answer to a forgotten one)",
+		"REMOTE-EXPIRY-004", nil},
 	{"retry-while-throttled", "a throttled request is sent again after every Retry-After until the server accepts it",
 		"REMOTE-RETRYAFTER-003", nil},
 	{"auth-retry-rejected", "a request whose refreshed token is rejected too is sent once more with it before the server is reported as needing authorization",
@@ -154,7 +158,7 @@ var teeth = []teethRow{
 		"CORE-NAMING-003", nil},
 	{"structured-content-only", "a result's text is taken from structuredContent only, dropping its content blocks",
 		// Every spec that reads a result's text fails.
-		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001", "REMOTE-RETRYAFTER-003", "REMOTE-CONFIG-001", "CORE-ROOTS-001", "CORE-SAMPLING-001", "SEC-STDOUT-001"}},
+		"CORE-RESULT-001", []string{"CORE-RESULT-002", "CORE-HOSTILE-001", "CORE-HOSTILE-002", "CORE-HOSTILE-003", "CORE-HOSTILE-004", "CORE-HOSTILE-005", "CORE-HOSTILE-006", "CORE-HOSTILE-007", "CORE-HOSTILE-008", "GATE-DEFERRED-001", "SEC-INJECT-001", "SEC-TRUNC-001", "SEC-TRUNC-002", "SEC-WRAP-001", "SHARED-PROBE-002", "REMOTE-AUTH-001", "REMOTE-EXPIRY-001", "REMOTE-EXPIRY-002", "REMOTE-RESUME-001", "REMOTE-RETRYAFTER-001", "REMOTE-RETRYAFTER-003", "REMOTE-CONFIG-001", "CORE-ROOTS-001", "CORE-SAMPLING-001", "SEC-STDOUT-001", "REMOTE-EXPIRY-004", "REMOTE-RESUME-004"}},
 	{"is-error-dropped", "a result's isError flag is dropped: tool errors reach the agent as successes",
 		// The fixture's roots and sample tools report a failed roots/list
 		// or sampling request as a tool error, which the specs of a server

@@ -11,7 +11,9 @@
 //   - no real I/O the implementation started is unfinished: every
 //     server.connecting has its outcome (or its process is gone and
 //     collected), every probe, restart attempt, reload, stream resumption
-//     and session re-initialization has ended, every process that died has
+//     (once its retry_ms has passed on the clock: before, it and the calls
+//     of its server wait on the clock) and session re-initialization has
+//     ended, every process that died has
 //     been collected, every process the implementation is stopping with a
 //     step that ends it is gone, and every tool call in flight is either cut
 //     off (its connection closed; or sent after it closed, with no process
@@ -458,6 +460,7 @@ func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 	var started []event.Event
 	var signaled []event.Event
 	connects := map[string]event.Event{} // server -> its latest server.connecting
+	drops := map[string]event.Event{}    // server -> its latest remote.stream_dropped
 	set := func(e event.Event, what string) { opens[e.Server+"\x00"+what] = open{e.Seq, what} }
 	end := func(e event.Event, what string) { delete(opens, e.Server+"\x00"+what) }
 	for _, e := range evs {
@@ -486,6 +489,7 @@ func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 			end(e, "reload")
 		case event.RemoteStreamDropped:
 			set(e, "stream resumption")
+			drops[e.Server] = e
 		case event.RemoteStreamResumed, event.RemoteStreamResumeFailed:
 			end(e, "stream resumption")
 		case event.RemoteSessionExpired:
@@ -512,8 +516,38 @@ func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 			signaled = append(signaled, e)
 		}
 	}
+	var now time.Duration = -1
+	clockNow := func() (time.Duration, string) {
+		if now < 0 {
+			n, err := src.Client.Now(ctx)
+			if err != nil {
+				return 0, "clock.now failed: " + err.Error()
+			}
+			now = n
+		}
+		return now, ""
+	}
+	// A dropped stream's resumption starts with a wait on the clock
+	// (retry_ms, the armed-timer rule): until it is due, the resumption
+	// and the calls on that server wait for the clock, not for I/O.
+	resumeWaits := map[string]bool{}
+	for server, e := range drops {
+		if _, open := opens[server+"\x00stream resumption"]; !open {
+			continue
+		}
+		n, why := clockNow()
+		if why != "" {
+			return why
+		}
+		if e.At+time.Duration(attrInt(e, "retry_ms"))*time.Millisecond > n {
+			resumeWaits[server] = true
+		}
+	}
 	for key, o := range opens {
 		server, _, _ := strings.Cut(key, "\x00")
+		if o.what == "stream resumption" && resumeWaits[server] {
+			continue
+		}
 		if o.what == "restart attempt" && opens[server+"\x00connect"].seq > 0 {
 			continue // the connect decides
 		}
@@ -530,7 +564,6 @@ func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 	// A wait the implementation announced (the armed-timer rule) whose
 	// deadline the virtual clock has passed has fired: its follow-up is
 	// under way until the event that resolves it arrives.
-	var now time.Duration = -1
 	for _, e := range evs {
 		var armed string
 		switch e.Kind {
@@ -544,20 +577,20 @@ func (src Source) busy(ctx context.Context, stableFor time.Duration) string {
 		if resolvedAfter(evs, e) {
 			continue
 		}
-		if now < 0 {
-			n, err := src.Client.Now(ctx)
-			if err != nil {
-				return "clock.now failed: " + err.Error()
-			}
-			now = n
+		n, why := clockNow()
+		if why != "" {
+			return why
 		}
-		if e.At+time.Duration(attrInt(e, armed))*time.Millisecond <= now {
+		if e.At+time.Duration(attrInt(e, armed))*time.Millisecond <= n {
 			return fmt.Sprintf("server %s: the wait %s announced is due and its follow-up not seen", e.Server, e.Kind)
 		}
 	}
 	for id, e := range calls {
 		if closedAt[e.Server] > e.Seq {
 			continue // cut off: what happens to it is the implementation's decision
+		}
+		if resumeWaits[e.Server] && e.Seq < drops[e.Server].Seq {
+			continue // its answer waits for the resumption, which waits for the clock
 		}
 		k, j := journalOf(e.Server)
 		if k != "" && closedAt[e.Server] > connectedAt[e.Server] && !launchAlive(j) {

@@ -265,6 +265,9 @@ func TestBusyEvents(t *testing.T) {
 		{"a connect that failed", []event.Event{connecting, ev(0, event.ServerFailed, nil)}, nil, ""},
 		{"a connect refused with Retry-After", []event.Event{connecting}, map[string]string{"fx": writeJournal(t, map[string]any{"kind": "launch"}, map[string]any{"kind": "throttled", "status": 503, "retryAfter": 60})}, ""},
 		{"a call after the connection closed, its process gone", []event.Event{connecting, ev(0, event.ServerConnected, nil), ev(0, event.TransportClosed, nil), ev(0, event.ToolCallStarted, map[string]any{"call": "call-1"})}, map[string]string{"fx": dead}, ""},
+		{"a call whose stream dropped, its resumption waiting on the clock", []event.Event{connecting, ev(0, event.ServerConnected, nil), ev(0, event.ToolCallStarted, map[string]any{"call": "call-1"}), ev(0, event.RemoteStreamDropped, map[string]any{"retry_ms": 600000})}, nil, ""},
+		{"a call whose stream dropped, its resumption due", []event.Event{connecting, ev(0, event.ServerConnected, nil), ev(0, event.ToolCallStarted, map[string]any{"call": "call-1"}), ev(0, event.RemoteStreamDropped, map[string]any{"retry_ms": 0})}, nil, "stream resumption in progress"},
+		{"a call sent after another's stream dropped", []event.Event{connecting, ev(0, event.ServerConnected, nil), ev(0, event.ToolCallStarted, map[string]any{"call": "call-1"}), ev(0, event.RemoteStreamDropped, map[string]any{"retry_ms": 600000}), ev(0, event.ToolCallStarted, map[string]any{"call": "call-2"})}, nil, "call call-2 on fx in flight"},
 		{"a call after the connection closed, its process alive", []event.Event{connecting, ev(0, event.ServerConnected, nil), ev(0, event.TransportClosed, nil), ev(0, event.ToolCallStarted, map[string]any{"call": "call-1"})}, map[string]string{"fx": writeJournal(t, map[string]any{"kind": "launch"})}, "call call-1 on fx in flight"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
