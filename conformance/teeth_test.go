@@ -101,6 +101,8 @@ var teeth = []teethRow{
 		"REMOTE-RESUME-003", nil},
 	{"resume-retry-zero-default", "retry: 0 is read as no retry: the stream is resumed after the default 1 s",
 		"REMOTE-RESUME-004", nil},
+	{"remote-close-unbounded", "the close of a remote session waits for the server's answer to DELETE, bounded only by go-sdk's own real-time timeout, not by the runtime's clock",
+		"REMOTE-CLOSE-001", nil},
 	{"expiry-jsonrpc-body-ignored", "a 404 with a JSON-RPC error body is not taken for a lost session (the TypeScript SDK server's answer to a forgotten one)",
 		"REMOTE-EXPIRY-004", nil},
 	{"retry-while-throttled", "a throttled request is sent again after every Retry-After until the server accepts it",
@@ -235,8 +237,8 @@ var teeth = []teethRow{
 		"SHARED-IDLE-002", nil},
 	{"private-pooled", "a \"shared\": false server is pooled like a shared one",
 		// Closing the session no longer stops the private server that
-		// ignores EOF and SIGTERM.
-		"SHARED-POOL-003", []string{"CORE-TEARDOWN-002"}},
+		// ignores EOF and SIGTERM, nor closes the private remote session.
+		"SHARED-POOL-003", []string{"CORE-TEARDOWN-002", "REMOTE-CLOSE-001"}},
 	{"restart-delays-ignored", "a server's \"restartDelays\" are ignored for its policy's defaults",
 		// The remote specs configure restartDelays too.
 		"BOUNDED-DELAYS-001", []string{"REMOTE-REFUSED-001", "REMOTE-RETRYAFTER-001", "REMOTE-EXPIRY-002"}},
