@@ -247,7 +247,7 @@ func (t *remoteTransport) exchange(req *http.Request, body []byte, info rpcInfo,
 	if watch && req.Method == http.MethodPost && info.id != "" && resp.StatusCode == http.StatusOK && isEventStream(resp) {
 		switch {
 		case !modern:
-			resp.Body = &resumingBody{t: t, req: req, info: info, body: resp.Body, sseTracker: sseTracker{info: info}}
+			resp.Body = &resumingBody{t: t, req: req, info: info, body: resp.Body, sseTracker: sseTracker{info: info}, session: resp.Header.Get("Mcp-Session-Id")}
 		case info.method == methodListen:
 			resp.Body = newListenBody(t, req, body, info, resp.Body) // listen.go
 		default:

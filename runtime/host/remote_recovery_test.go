@@ -1,16 +1,17 @@
 package host
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,46 +198,129 @@ func TestRemoteStreamResumedAtOnce(t *testing.T) {
 	}
 }
 
-// openPlayingResumes opens a session of e and, until it is open, plays
-// the clock for every stream the connect's requests had cut and must
-// resume: through the test's reverse proxy, now and then (about 1 run in
-// 150 to 600 under heavy load, cause not found), the initialize's SSE
-// stream ends after its priming event ("ReverseProxy read error during
-// body copy: use of closed network connection"). The runtime then resumes
-// it after its default delay, which on the fake clock no one would
-// advance, and the test would hang. The resume goes through the proxy
-// like the one the test is about.
-func openPlayingResumes(t *testing.T, e *fixtureEnv) *Session {
-	t.Helper()
-	type opened struct {
-		sess *Session
-		err  error
-	}
-	done := make(chan opened, 1)
+// TestRemoteInitializeStreamResumed: the SSE stream answering initialize
+// ends after its priming event; the runtime resumes it with GET and
+// Last-Event-ID carrying the session id the initialize's response
+// assigned (its POST had none), and connects on that session. A proxy in
+// front of the fixture forwards the priming event only, keeps the rest of
+// the stream and answers the resuming GET with it itself: a go-sdk server
+// that saw the cut may have dropped the session or still hold the stream
+// (404, 409), which would test the server, not the runtime.
+func TestRemoteInitializeStreamResumed(t *testing.T) {
+	dir := t.TempDir()
+	// STREAM_DROP enables the fixture's event store, so that streams start
+	// with a priming event; the call it would drop is never made.
+	remote := startRemote(t, dir, "http", map[string]string{"MCP_FIXTURE_STREAM_DROP": "100"})
+	backend := "http://" + remote.addr
+	var mu sync.Mutex
+	var assigned, resumedWith string
+	var held []byte // the cut stream's rest
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "" {
+			mu.Lock()
+			resumedWith = r.Header.Get("Mcp-Session-Id")
+			rest := held
+			held = nil
+			mu.Unlock()
+			if rest == nil {
+				http.Error(w, "nothing to resume", http.StatusNotFound)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write(rest)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if r.Method != http.MethodPost || !strings.Contains(string(body), `"method":"initialize"`) {
+			forward(w, r, backend)
+			return
+		}
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, backend+r.URL.Path, bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		out.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		maps.Copy(w.Header(), resp.Header)
+		w.WriteHeader(resp.StatusCode)
+		if isEventStream(resp) {
+			all, _ := io.ReadAll(resp.Body)
+			prime, rest, _ := bytes.Cut(all, []byte("\n\n"))
+			mu.Lock()
+			assigned, held = resp.Header.Get("Mcp-Session-Id"), rest
+			mu.Unlock()
+			w.Write(append(prime, "\n\n"...))
+			return // the cut
+		}
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(front.Close)
+	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
+		return map[string]json.RawMessage{"fx": json.RawMessage(fmt.Sprintf(`{"type":"http","url":%q}`, front.URL+"/mcp"))}
+	}, Options{})
+	e.dir = dir
+	opened := make(chan error, 1)
 	go func() {
-		sess, err := e.rt.OpenSession(t.Context(), SessionOptions{})
-		done <- opened{sess, err}
+		_, err := e.rt.OpenSession(t.Context(), SessionOptions{})
+		opened <- err
 	}()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	played := 0
+	e.await(m(event.RemoteStreamDropped, "fx", "method", "initialize"))
+	e.clock.Advance(defaultStreamRetry)
+	e.await(m(event.RemoteStreamResumed, "fx"))
+	e.await(m(event.ServerConnected, "fx", "attempt", "0"))
+	if err := <-opened; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if assigned == "" || resumedWith != assigned {
+		t.Fatalf("the resuming GET carried session %q, the initialize's response assigned %q", resumedWith, assigned)
+	}
+	if n := e.count("fx", "initialize"); n != 1 {
+		t.Fatalf("initialize %d times, want 1", n)
+	}
+}
+
+// forward passes r to backend and its answer back, line by line, each
+// flushed at once (an SSE stream goes through as it comes). The tests' own
+// proxy: httputil.ReverseProxy now and then cut a stream of these tests
+// under heavy load (about 1 run in 150 to 600: "ReverseProxy read error
+// during body copy: use of closed network connection"), which made the
+// runtime resume what the server never dropped.
+func forward(w http.ResponseWriter, r *http.Request, backend string) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, backend+r.URL.Path, bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	out.Header = r.Header.Clone()
+	resp, err := http.DefaultTransport.RoundTrip(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	maps.Copy(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	rd := bufio.NewReader(resp.Body)
 	for {
-		select {
-		case o := <-done:
-			if o.err != nil {
-				t.Fatal(o.err)
-			}
-			return o.sess
-		case <-tick.C:
-			drops := 0
-			for _, ev := range e.rt.Events().Events() {
-				if ev.Kind == event.RemoteStreamDropped {
-					drops++
-				}
-			}
-			for ; played < drops; played++ {
-				e.clock.Advance(defaultStreamRetry)
-			}
+		line, err := rd.ReadBytes('\n')
+		w.Write(line)
+		w.(http.Flusher).Flush()
+		if err != nil {
+			return
 		}
 	}
 }
@@ -275,12 +359,6 @@ func TestSSERetryField(t *testing.T) {
 func TestRemoteStreamResumeCarriesHeaders(t *testing.T) {
 	dir := t.TempDir()
 	remote := startRemote(t, dir, "http", map[string]string{"MCP_FIXTURE_STREAM_DROP": "1", "MCP_FIXTURE_STREAM_RETRY_MS": "2000"})
-	target, err := url.Parse("http://" + remote.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.FlushInterval = -1
 	var mu sync.Mutex
 	var refused []string
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -291,7 +369,7 @@ func TestRemoteStreamResumeCarriesHeaders(t *testing.T) {
 			http.Error(w, "no api key", http.StatusUnauthorized)
 			return
 		}
-		proxy.ServeHTTP(w, r)
+		forward(w, r, "http://"+remote.addr)
 	}))
 	// Registered first, so it runs after the runtime's cleanup has closed
 	// the connections through it.
@@ -300,7 +378,10 @@ func TestRemoteStreamResumeCarriesHeaders(t *testing.T) {
 		return map[string]json.RawMessage{"fx": json.RawMessage(fmt.Sprintf(`{"type":"http","url":%q,"headers":{"X-Api-Key":"k1"}}`, front.URL+"/mcp"))}
 	}, Options{})
 	e.dir = dir
-	sess := openPlayingResumes(t, e)
+	sess, err := e.rt.OpenSession(t.Context(), SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := e.callAsync(sess, "mcp_fx_echo", map[string]any{"text": "resumed"})
 	e.await(m(event.RemoteStreamDropped, "fx", "method", "tools/call", "retry_ms", "2000"))
 	e.clock.Advance(2 * time.Second)

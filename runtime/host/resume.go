@@ -38,6 +38,9 @@ type resumingBody struct {
 
 	sseTracker
 	resumedAt string // the last event id of the last resume
+	// session is the session id the response assigned when its request
+	// carried none (an initialize): the GET that resumes it needs it.
+	session string
 }
 
 // sseTracker follows an SSE response stream of one request: its last event
@@ -168,7 +171,8 @@ func (b *resumingBody) resume(cause error) error {
 }
 
 // get sends the resume GET and installs its body. The GET carries every
-// header of the POST it resumes (the configured ones among them) and goes
+// header of the POST it resumes (the configured ones among them), and the
+// session id an initialize's response assigned, and goes
 // through exchange like any request of the transport: the bearer token in
 // force (a refreshed one, or the OAuth flow's), one refresh when the server
 // rejects it, a 404 read as an expired session.
@@ -178,6 +182,9 @@ func (b *resumingBody) get() error {
 		return err
 	}
 	req.Header = b.req.Header.Clone()
+	if req.Header.Get("Mcp-Session-Id") == "" && b.session != "" {
+		req.Header.Set("Mcp-Session-Id", b.session)
+	}
 	req.Header.Del("Content-Type")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Last-Event-ID", b.lastID)
