@@ -236,20 +236,11 @@ func TestRemoteInitializeStreamResumed(t *testing.T) {
 			forward(w, r, backend)
 			return
 		}
-		out, err := http.NewRequestWithContext(r.Context(), r.Method, backend+r.URL.Path, bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		out.Header = r.Header.Clone()
-		resp, err := http.DefaultTransport.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
+		resp := pass(w, r, backend)
+		if resp == nil {
 			return
 		}
 		defer resp.Body.Close()
-		maps.Copy(w.Header(), resp.Header)
-		w.WriteHeader(resp.StatusCode)
 		if isEventStream(resp) {
 			all, _ := io.ReadAll(resp.Body)
 			prime, rest, _ := bytes.Cut(all, []byte("\n\n"))
@@ -288,6 +279,26 @@ func TestRemoteInitializeStreamResumed(t *testing.T) {
 	}
 }
 
+// pass sends r to backend and writes the answer's status and headers to
+// w; the caller copies the body and closes it. On a failure it answers 502
+// itself and returns nil.
+func pass(w http.ResponseWriter, r *http.Request, backend string) *http.Response {
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, backend+r.URL.Path, r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return nil
+	}
+	out.Header = r.Header.Clone()
+	resp, err := http.DefaultTransport.RoundTrip(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return nil
+	}
+	maps.Copy(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	return resp
+}
+
 // forward passes r to backend and its answer back, line by line, each
 // flushed at once (an SSE stream goes through as it comes). The tests' own
 // proxy: httputil.ReverseProxy now and then cut a stream of these tests
@@ -295,25 +306,11 @@ func TestRemoteInitializeStreamResumed(t *testing.T) {
 // during body copy: use of closed network connection"), which made the
 // runtime resume what the server never dropped.
 func forward(w http.ResponseWriter, r *http.Request, backend string) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, backend+r.URL.Path, bytes.NewReader(body))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	out.Header = r.Header.Clone()
-	resp, err := http.DefaultTransport.RoundTrip(out)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
+	resp := pass(w, r, backend)
+	if resp == nil {
 		return
 	}
 	defer resp.Body.Close()
-	maps.Copy(w.Header(), resp.Header)
-	w.WriteHeader(resp.StatusCode)
 	rd := bufio.NewReader(resp.Body)
 	for {
 		line, err := rd.ReadBytes('\n')
