@@ -34,6 +34,12 @@ type connection struct {
 	remote   *remoteConn
 	lost     chan struct{}
 	lostOnce sync.Once
+	// installed and lossTaken are guarded by srv.mu: attempt installed
+	// the connection as the server's, and connectionLost took its
+	// unplanned end. An end that races with the install is reported
+	// twice (by watch and by attempt); only the first report is handled.
+	installed bool
+	lossTaken bool
 
 	// ctx ends when the connection ends; calls in flight derive from it so
 	// they fail at once when the server goes away.

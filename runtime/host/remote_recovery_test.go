@@ -63,6 +63,9 @@ func TestRemoteSessionExpiryRetriesCall(t *testing.T) {
 	e, _, sess := remoteEnv(t, map[string]string{"MCP_FIXTURE_SESSION_EXPIRE_AFTER": "2"}, "", Options{})
 	res, err := sess.CallTool(t.Context(), "mcp_fx_echo", map[string]any{"text": "again"})
 	if err != nil || !strings.Contains(res.Text, "again") {
+		for _, ev := range e.rt.Events().Events() {
+			t.Logf("DBG %v", ev)
+		}
 		t.Fatalf("call = %+v, %v", res, err)
 	}
 	e.await(m(event.RemoteSessionExpired, "fx", "method", "tools/call"))
@@ -80,6 +83,44 @@ func TestRemoteSessionExpiryRetriesCall(t *testing.T) {
 	for _, ev := range e.rt.Events().Events() {
 		if ev.Kind == event.RestartScheduled {
 			t.Fatalf("a session expiry went through the restart policy: %v", ev)
+		}
+	}
+}
+
+// TestRemoteLossReportedTwice: the end of a connection that races with
+// its install is reported twice, by the connection's watch and by
+// attempt, which checks for an end it may have missed; only the first
+// report is handled. The second used to tell a call awaiting the new
+// session that the loss had been handled before that session existed, so
+// the call ended mcp_connection_lost instead of being sent again (about
+// once in 300 runs of TestRemoteSessionExpiryRetriesCall under load).
+func TestRemoteLossReportedTwice(t *testing.T) {
+	e, _, _ := remoteEnv(t, nil, "", Options{})
+	e.rt.mu.Lock()
+	s := e.rt.servers["fx"]
+	e.rt.mu.Unlock()
+	s.mu.Lock()
+	c := s.conn
+	s.mu.Unlock()
+	// Nothing ends c's session: close it before the runtime closes.
+	t.Cleanup(func() { c.close(context.Background(), "test over") })
+	c.remote.mu.Lock()
+	c.remote.expired = true // as a 404 for the session records it
+	c.remote.mu.Unlock()
+	cause := errors.New("session not found")
+	s.connectionLost(c, cause) // the watch's report
+	s.connectionLost(c, cause) // attempt's, of the same end
+	nc := s.sessions.(*remoteSessions).awaitNewSession(t.Context(), c)
+	if nc == nil || nc == c {
+		t.Fatalf("awaitNewSession = %p, want the new session's connection (old %p)", nc, c)
+	}
+	e.await(m(event.RemoteSessionReinitialized, "fx"))
+	if st := e.status("fx"); st.SessionReinits != 1 || st.State != StateConnected {
+		t.Fatalf("status %+v", st)
+	}
+	for _, ev := range e.rt.Events().Events() {
+		if ev.Kind == event.RestartScheduled || ev.Kind == event.RemoteSessionReinitFailed {
+			t.Fatalf("one loss handled twice: %v", ev)
 		}
 	}
 }

@@ -233,6 +233,7 @@ func (s *server) attempt(ctx context.Context, attempt int) error {
 	// handled as any lost connection's (below), so the events are those
 	// of a connection that ends a moment later.
 	s.conn = conn
+	conn.installed = true
 	s.connectedOnce = true
 	s.lastErr = nil
 	s.connectedAt = s.rt.clock.Now()
@@ -252,8 +253,10 @@ func (s *server) attempt(ctx context.Context, attempt int) error {
 
 	s.writeCache(tools, hint)
 	if cause := conn.unplannedEnd(); cause != nil {
-		// watch saw the end before the connection was installed, and
-		// left it (connectionLost ignores a connection it does not hold).
+		// watch may have seen the end before the connection was
+		// installed, and left it (connectionLost ignores a connection
+		// not installed yet); when it saw it after, this report is the
+		// second and is ignored.
 		s.connectionLost(conn, cause)
 		return nil
 	}
@@ -327,6 +330,17 @@ func (s *server) cancelGraceLocked() {
 
 // connectionLost handles a connection that ended without being asked to.
 func (s *server) connectionLost(c *connection, cause error) {
+	s.mu.Lock()
+	if !c.installed || c.lossTaken {
+		// Not installed yet: attempt hands the end over once it has
+		// installed c, or closes c. Taken already: the end raced with
+		// the install, and the first report is being handled (a second
+		// one would tell awaitNewSession that the handling is over).
+		s.mu.Unlock()
+		return
+	}
+	c.lossTaken = true
+	s.mu.Unlock()
 	if s.sessions.lost(c, cause) {
 		return
 	}
