@@ -120,7 +120,7 @@ func FuzzRegistry(f *testing.F) {
 		}
 		for _, c := range cols {
 			w, ok := r1.Lookup(c.Name)
-			if !ok || !sameTool(w, c.Winner) || c.Loser.Name != c.Name || compareOwner(c.Winner, c.Loser) > 0 {
+			if !ok || !sameTool(w, c.Winner) || c.Loser.Name != c.Name || compareOwner(&c.Winner, &c.Loser) > 0 {
 				t.Fatalf("collision %+v: exposed %+v", c, w)
 			}
 		}

@@ -118,7 +118,9 @@ type Registry struct {
 	byServer map[string][]Tool
 	// byName holds, per exposed name, every tool mapping to it, sorted by
 	// (Server, MCPName): the first one is exposed, the rest are hidden.
-	byName map[string][]Tool
+	// Each points into its server's slice of byServer, which Replace
+	// never changes once stored: a tool is held once, not twice.
+	byName map[string][]*Tool
 
 	// Derived from byName on first use after a change; guarded by viewMu
 	// (and read under mu).
@@ -153,7 +155,7 @@ func (r *Registry) Replace(server string, tools []Tool) []Collision {
 	}
 	if r.byServer == nil {
 		r.byServer = make(map[string][]Tool)
-		r.byName = make(map[string][]Tool)
+		r.byName = make(map[string][]*Tool)
 	}
 	r.byServer[server] = cp
 	// Append in the caller's order, then sort each touched name stably:
@@ -161,7 +163,8 @@ func (r *Registry) Replace(server string, tools []Tool) []Collision {
 	// the caller's order.
 	var names []string
 	touched := make(map[string]bool, len(cp))
-	for _, t := range cp {
+	for i := range cp {
+		t := &cp[i]
 		if !touched[t.Name] {
 			touched[t.Name] = true
 			names = append(names, t.Name)
@@ -174,7 +177,7 @@ func (r *Registry) Replace(server string, tools []Tool) []Collision {
 		slices.SortStableFunc(cands, compareOwner)
 		for _, loser := range cands[1:] {
 			if cands[0].Server == server || loser.Server == server {
-				out = append(out, Collision{Name: name, Winner: cands[0], Loser: loser})
+				out = append(out, Collision{Name: name, Winner: *cands[0], Loser: *loser})
 			}
 		}
 	}
@@ -203,7 +206,7 @@ func (r *Registry) removeLocked(server string) int {
 		if !ok {
 			continue // a name listed twice by this server, already done
 		}
-		kept := slices.DeleteFunc(cands, func(c Tool) bool { return c.Server == server })
+		kept := slices.DeleteFunc(cands, func(c *Tool) bool { return c.Server == server })
 		if len(kept) == 0 {
 			delete(r.byName, t.Name)
 		} else {
@@ -229,7 +232,7 @@ func (r *Registry) view() (visible []Tool, collisions []Collision) {
 		r.visible = make([]Tool, 0, len(r.byName))
 		r.collisions = nil
 		for _, cands := range r.byName {
-			r.visible = append(r.visible, cands[0])
+			r.visible = append(r.visible, *cands[0])
 		}
 		slices.SortFunc(r.visible, func(a, b Tool) int {
 			return cmp.Compare(a.Name, b.Name)
@@ -237,7 +240,7 @@ func (r *Registry) view() (visible []Tool, collisions []Collision) {
 		for _, v := range r.visible {
 			cands := r.byName[v.Name]
 			for _, loser := range cands[1:] {
-				r.collisions = append(r.collisions, Collision{Name: v.Name, Winner: cands[0], Loser: loser})
+				r.collisions = append(r.collisions, Collision{Name: v.Name, Winner: *cands[0], Loser: *loser})
 			}
 		}
 		r.dirty = false
@@ -262,7 +265,7 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 	if !ok {
 		return Tool{}, false
 	}
-	return cands[0], true
+	return *cands[0], true
 }
 
 // Servers returns the sorted names of the servers holding at least one tool.
@@ -294,7 +297,8 @@ func (r *Registry) Collisions() []Collision {
 	return slices.Clone(collisions)
 }
 
-// compareOwner orders tools by (Server, MCPName), the collision precedence.
-func compareOwner(a, b Tool) int {
+// compareOwner orders tools by (Server, MCPName), the collision
+// precedence.
+func compareOwner(a, b *Tool) int {
 	return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.MCPName, b.MCPName))
 }

@@ -22,7 +22,7 @@ func naiveView(byServer map[string][]Tool) ([]Tool, []Collision) {
 	for _, s := range servers {
 		all = append(all, byServer[s]...)
 	}
-	slices.SortStableFunc(all, func(a, b Tool) int { return cmp.Or(cmp.Compare(a.Name, b.Name), compareOwner(a, b)) })
+	slices.SortStableFunc(all, func(a, b Tool) int { return cmp.Or(cmp.Compare(a.Name, b.Name), compareOwner(&a, &b)) })
 	var visible []Tool
 	var collisions []Collision
 	for i := 0; i < len(all); {

@@ -19,8 +19,11 @@ import (
 //
 //   - map[string]any (what the go-sdk client decodes inputSchema into):
 //     returned as is, or as a shallow copy carrying the patch;
-//   - json.RawMessage and []byte: returned as a json.RawMessage copy, re-encoded
-//     only when patched; bytes that are not a JSON object pass through;
+//   - json.RawMessage: returned as is when no patch is needed (as a map is),
+//     otherwise as a patched copy; bytes that are not a JSON object pass
+//     through. Only the top level is decoded to decide;
+//   - []byte: returned as a json.RawMessage copy, patched or not (a byte
+//     buffer may be reused by its owner);
 //   - anything else that marshals to a JSON object (for example a
 //     *jsonschema.Schema): returned as is when no patch is needed, otherwise as
 //     the patched map[string]any of its JSON encoding. Values that do not
@@ -40,9 +43,15 @@ func ConvertSchema(schema any) any {
 		out["properties"] = map[string]any{}
 		return out
 	case json.RawMessage:
-		return convertRaw(s)
+		if patched, ok := patchRaw(s); ok {
+			return patched
+		}
+		return s
 	case []byte:
-		return convertRaw(s)
+		if patched, ok := patchRaw(s); ok {
+			return patched
+		}
+		return append(json.RawMessage(nil), s...)
 	default:
 		raw, err := json.Marshal(s)
 		if err != nil {
@@ -60,19 +69,33 @@ func ConvertSchema(schema any) any {
 	}
 }
 
-// convertRaw handles an encoded schema. It always returns a fresh copy so the
-// caller cannot alias the input's backing array.
-func convertRaw(raw []byte) json.RawMessage {
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil || !needsProperties(m) {
-		return append(json.RawMessage(nil), raw...)
+// patchRaw returns the encoded schema raw with "properties": {} added at
+// its top level, and true, when it is an object schema lacking properties;
+// otherwise it returns false. Only the top level is decoded.
+func patchRaw(raw []byte) (json.RawMessage, bool) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil || top == nil || !rawNeedsProperties(top) {
+		return nil, false
 	}
-	m["properties"] = map[string]any{}
-	out, err := json.Marshal(m)
+	top["properties"] = json.RawMessage(`{}`)
+	out, err := json.Marshal(top)
 	if err != nil {
-		return append(json.RawMessage(nil), raw...)
+		return nil, false
 	}
-	return out
+	return out, true
+}
+
+// rawNeedsProperties is needsProperties of a schema whose top level alone
+// is decoded.
+func rawNeedsProperties(top map[string]json.RawMessage) bool {
+	if p, ok := top["properties"]; ok && string(p) != "null" {
+		return false
+	}
+	var typ any
+	if json.Unmarshal(top["type"], &typ) != nil {
+		return false
+	}
+	return needsProperties(map[string]any{"type": typ})
 }
 
 // needsProperties reports whether m is an object schema without properties.

@@ -102,13 +102,40 @@ func TestConvertSchemaRaw(t *testing.T) {
 			if string(in) != tc.in {
 				t.Errorf("input mutated: %s", in)
 			}
-			if len(raw) > 0 && &raw[0] == &in[0] {
-				t.Errorf("result aliases the input")
+			// Unpatched, the input itself (as a map is returned as is);
+			// patched, a copy.
+			if same := &raw[0] == &in[0]; same != (tc.in == tc.want) {
+				t.Errorf("result is the input: %v, want %v", same, tc.in == tc.want)
+			}
+			// A []byte, patched or not, is always copied: its owner may
+			// reuse the buffer.
+			b := []byte(tc.in)
+			got = ConvertSchema(b)
+			if raw, ok := got.(json.RawMessage); !ok || string(raw) != tc.want || &raw[0] == &b[0] {
+				t.Errorf("[]byte: got %T %s, want a json.RawMessage copy %s", got, got, tc.want)
 			}
 		})
 	}
-	if got := ConvertSchema([]byte(`{"type":"object"}`)); string(got.(json.RawMessage)) != `{"properties":{},"type":"object"}` {
-		t.Errorf("[]byte: got %s", got)
+}
+
+// TestConvertSchemaRawTopLevel: only the top level of an encoded schema
+// decides, whatever its nested schemas lack, and a patch keeps the nested
+// values as they were (compacted).
+func TestConvertSchemaRawTopLevel(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"type":"object","properties":{"a":{"type":"object"}}}`, `{"type":"object","properties":{"a":{"type":"object"}}}`},
+		{`{"type":["null","object"],"items":{ "x" : 1 }}`, `{"items":{"x":1},"properties":{},"type":["null","object"]}`},
+		{`{"type":"object","properties":null}`, `{"properties":{},"type":"object"}`},
+		{`{"type":"string"}`, `{"type":"string"}`},
+		{`{"type":{"not":"a type"}}`, `{"type":{"not":"a type"}}`},
+		{`{}`, `{}`},
+		{`null`, `null`},
+	}
+	for _, tc := range tests {
+		got, ok := ConvertSchema(json.RawMessage(tc.in)).(json.RawMessage)
+		if !ok || string(got) != tc.want {
+			t.Errorf("ConvertSchema(%s) = %s, want %s", tc.in, got, tc.want)
+		}
 	}
 }
 

@@ -146,6 +146,9 @@ func cacheHints(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		if c != nil {
 			c.TTLMs = 0
+			// go-sdk keeps a cacheable result for the life of the
+			// connection: hold its _meta small (compact.go).
+			res.SetMeta(compactMeta(res.GetMeta()))
 		}
 		return res, err
 	}

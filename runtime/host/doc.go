@@ -47,6 +47,8 @@
 //   - era.go: the two protocol eras: the version a connect asks first, the
 //     fallback to the other era, the bound on server/discover
 //   - toollist.go: tools/list at connect, within the limits
+//   - compact.go: what go-sdk keeps of a connection (listed tools, list
+//     results' _meta) held small
 //   - connection.go: a live connection, its watch and its close
 //   - supervisor.go: the restart supervisor (backoff, the restart loop, what
 //     a timed-out call gets)

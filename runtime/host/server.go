@@ -162,7 +162,7 @@ func (s *server) loadCache() {
 		return
 	}
 	s.emit(event.CacheHit, event.Int("tools", len(tools)))
-	compactSchemas(tools)
+	compactTools(tools)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn == nil && !s.closed {

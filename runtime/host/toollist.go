@@ -1,9 +1,7 @@
 package host
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/mcplife/mcplife/runtime/event"
@@ -38,39 +36,8 @@ func (s *server) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.T
 	tools = s.dropTools(tools, "schema-too-deep", s.rt.opts.MaxSchemaDepth, func(t *mcp.Tool) bool {
 		return depthExceeds(t.InputSchema, s.rt.opts.MaxSchemaDepth)
 	})
-	compactSchemas(tools)
+	compactTools(tools)
 	return tools, nil
-}
-
-// compactSchemas replaces the decoded input and output schemas of tools by
-// their compact JSON encoding, in place. go-sdk decodes a schema into
-// nested map[string]any, several times the size of its JSON, and a modern
-// connection's client keeps the very tools it listed for the life of the
-// connection (its list cache, which CallTool reads for x-mcp-header
-// annotations and which accepts a json.RawMessage schema). The runtime
-// only passes schemas on, so holding them as JSON costs nothing but the
-// encoding, once per listing. A schema that does not encode stays as it was.
-func compactSchemas(tools []*mcp.Tool) {
-	for _, t := range tools {
-		t.InputSchema = compactJSON(t.InputSchema)
-		t.OutputSchema = compactJSON(t.OutputSchema)
-	}
-}
-
-// compactJSON returns v encoded as compact JSON, without escaping HTML
-// characters, or v itself when it is nil, already JSON or does not encode.
-func compactJSON(v any) any {
-	switch v.(type) {
-	case nil, json.RawMessage:
-		return v
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return v
-	}
-	return json.RawMessage(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 }
 
 // dropTools removes the tools bad accepts, reporting them as reason.

@@ -75,21 +75,3 @@ func TestToolSchemasHeldAsJSON(t *testing.T) {
 		close(cached.servers["srch"].initWait)
 	})
 }
-
-// TestCompactJSON: what compactJSON keeps as it was.
-func TestCompactJSON(t *testing.T) {
-	raw := json.RawMessage(`{ "a" : 1 }`)
-	if got := compactJSON(raw); string(got.(json.RawMessage)) != `{ "a" : 1 }` {
-		t.Errorf("JSON = %s, want it untouched", got)
-	}
-	if got := compactJSON(nil); got != nil {
-		t.Errorf("nil = %#v", got)
-	}
-	ch := make(chan int)
-	if got := compactJSON(ch); got != any(ch) {
-		t.Errorf("a value that does not encode = %#v, want it as it was", got)
-	}
-	if got := compactJSON(map[string]any{"b": "<&>", "a": []any{}}); string(got.(json.RawMessage)) != `{"a":[],"b":"<&>"}` {
-		t.Errorf("map = %s", got)
-	}
-}
