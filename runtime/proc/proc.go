@@ -8,8 +8,9 @@
 //
 // # Exit detection
 //
-// A goroutine blocks in waitid(WEXITED|WNOWAIT) until the direct child has
-// exited, without reaping it. While the child is an unreaped zombie its pid
+// The process's watch (watch.go, one goroutine parked in the network
+// poller) waits until the direct child has exited, without reaping it
+// (a pidfd; waitid with WNOWAIT where pidfds are missing). While the child is an unreaped zombie its pid
 // (which is also the process group id) cannot be reused, so the group can be
 // killed safely: the goroutine sends SIGKILL to the whole group (grandchildren
 // left behind by wrappers such as `npm exec` -> node, field failure 1), then
@@ -35,8 +36,9 @@
 //
 // Everything the child wrote before it exited is still readable, EOF arrives
 // without waiting on any clock, and nothing depends on the escaped process.
-// The same reader type serves stderr; Done is closed only after the stderr
-// tail has been drained, so [Process.StderrTail] is complete once Done is.
+// The watch drains stderr the same way, reading what the pipe holds; Done
+// is closed only after the stderr tail has been drained, so
+// [Process.StderrTail] is complete once Done is.
 package proc
 
 import (
@@ -278,9 +280,13 @@ func Start(spec Spec, c clock.Clock) (*Process, error) {
 		wopts.Absorb = func(method string) bool { return spec.Absorb(p, method) }
 	}
 	p.guard = wire.NewReader(stdout, wopts)
-	stderrDone := make(chan struct{})
-	go p.copyStderr(stderrDone)
-	go p.waitExit(stderrDone)
+	if w, err := newWatch(p.pid, errR); err == nil {
+		go p.watchExit(w)
+	} else {
+		stderrDone := make(chan struct{})
+		go p.copyStderr(stderrDone)
+		go p.waitExit(stderrDone)
+	}
 	return p, nil
 }
 
@@ -466,6 +472,31 @@ func (p *Process) killGroup() {
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		p.reaped = true
 	}
+}
+
+// watchExit is the process's watch (watch.go): it copies stderr until the
+// child has exited, then kills the group, reaps the child and drains
+// stderr. When the watch cannot tell the exit, copyStderr and waitExit
+// take over.
+func (p *Process) watchExit(w *watch) {
+	if err := w.run(p.tail); err != nil {
+		w.close()
+		stderrDone := make(chan struct{})
+		go p.copyStderr(stderrDone)
+		p.waitExit(stderrDone)
+		return
+	}
+	// The child is an unreaped zombie: its pid, and with it the group id,
+	// stays ours while the group is killed.
+	p.killGroup()
+	err := p.cmd.Wait()
+	close(p.waited)
+	p.stdout.markExited()
+	w.drainStderr(p.tail)
+	w.close()
+	p.stderr.Close()
+	p.exit = statusOf(p.cmd.ProcessState, err)
+	close(p.done)
 }
 
 // waitExit runs until the child is reaped; see the package documentation.

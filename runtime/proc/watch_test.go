@@ -1,0 +1,116 @@
+package proc
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestWatchOneGoroutine: a running process costs the package one goroutine,
+// its watch, which neither reads stderr in a blocked Read nor waits in
+// waitid; it is gone once Done is closed.
+func TestWatchOneGoroutine(t *testing.T) {
+	ctx := testCtx(t)
+	p := start(t, sh(`echo ready >&2; read line`), nil)
+	// The watch copied stderr: it runs.
+	for p.StderrTail() != "ready" {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("stderr never copied: %v", context.Cause(ctx))
+		default:
+			runtime.Gosched()
+		}
+	}
+	if n, other := packageGoroutines(t); n != 1 || other != "" {
+		t.Fatalf("%d watch goroutines and %q, want one watch and nothing else", n, other)
+	}
+	p.stdin.Close()
+	waitDone(t, ctx, p)
+}
+
+// packageGoroutines counts the goroutines running watchExit and names the
+// first goroutine found in copyStderr or waitExit.
+func packageGoroutines(t *testing.T) (watches int, other string) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	for stack := range strings.SplitSeq(b.String(), "\n\n") {
+		switch {
+		case strings.Contains(stack, "proc.(*Process).watchExit"):
+			watches += strings.Count(stack, "proc.(*Process).watchExit") * stackCount(stack)
+		case strings.Contains(stack, "proc.(*Process).copyStderr"), strings.Contains(stack, "proc.(*Process).waitExit"):
+			other = stack
+		}
+	}
+	return watches, other
+}
+
+// stackCount returns the number of goroutines of one stack of a goroutine
+// profile of debug level 1 ("N @ 0x...").
+func stackCount(stack string) int {
+	n, _, _ := strings.Cut(strings.TrimSpace(stack), " ")
+	c, err := strconv.Atoi(n)
+	if err != nil {
+		return 1
+	}
+	return c
+}
+
+// TestWatchStderrFloodDoesNotHideExit: an escaped grandchild that writes
+// to stderr without end neither hides the child's exit nor holds Done: the
+// watch looks at the exit between chunks of stderr, and drains no more
+// than the pipe held at exit plus the slack. (The writer dies of SIGPIPE
+// once the watch closes the pipe.)
+func TestWatchStderrFloodDoesNotHideExit(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	t.Cleanup(func() { // the escaped process is not ours to kill: do it here
+		if b, err := os.ReadFile(filepath.Join(dir, "pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	const script = `D=$1
+mkfifo "$D/fifo"
+setsid sh -c 'echo $$ > "$1/pid"; yes spam | head -c 200000 >&2; echo $$ > "$1/fifo"; exec yes spam >&2' sh "$D" >/dev/null &
+read pid < "$D/fifo"
+echo escaped`
+	p := start(t, sh(script, dir), nil)
+	waitDone(t, ctx, p)
+	if st := p.Exit(); st.Code != 0 || st.Err != nil {
+		t.Fatalf("Exit = %s", st)
+	}
+	// 200,000 bytes went through a pipe of 64 KiB before the child
+	// exited, and the writer went on: the tail is full of its lines.
+	if got := p.StderrTail(); len(got) < DefaultStderrLimit-8 || !onlySpam(got) {
+		t.Errorf("StderrTail (%d bytes) = %q...%q", len(got), got[:min(len(got), 20)], got[max(0, len(got)-20):])
+	}
+}
+
+// onlySpam reports whether s is lines of "spam", the first and the last
+// possibly cut.
+func onlySpam(s string) bool {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		switch {
+		case i == 0 && strings.HasSuffix("spam", l), i == len(lines)-1 && strings.HasPrefix("spam", l), l == "spam":
+		default:
+			return false
+		}
+	}
+	return true
+}
