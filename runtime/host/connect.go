@@ -190,7 +190,7 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 		return nil, nil, "", "", rt.connectFailed(s, failedAttempt{ctx: tctx, err: err, proc: p, stray: c.stray, remote: rc})
 	}
 	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
-	rt.goRun(c.watch)
+	c.armWatch()
 	if ir := cs.InitializeResult(); ir != nil {
 		c.protocol = ir.ProtocolVersion
 	}

@@ -58,6 +58,28 @@ type connection struct {
 	closing   chan struct{} // closed by close()
 	done      chan struct{} // closed when watch returns
 	closed    sync.Once
+	watching  sync.Once // startWatch
+}
+
+// startWatch starts the watch of c, once. A remote connection's starts
+// with the connection. A stdio connection's starts when there is
+// something to watch: its reads ended (every end of the server ends them:
+// the process's stdout reader returns EOF once the process has exited),
+// its process exited, or it is being closed; until then a live stdio
+// server costs no goroutine of the runtime's.
+func (c *connection) startWatch() {
+	c.watching.Do(func() { c.srv.rt.goRun(c.watch) })
+}
+
+// armWatch starts the watch of c at once, or, for a stdio connection, on
+// the first sign of its end (startWatch).
+func (c *connection) armWatch() {
+	if c.proc == nil || c.remote != nil || c.stray == nil {
+		c.startWatch()
+		return
+	}
+	c.stray.afterReadEnd(c.startWatch)
+	c.proc.AfterDone(c.startWatch)
 }
 
 // unplannedEnd returns why the connection ended when watch saw it end
@@ -80,7 +102,8 @@ func closeSession(cs *mcp.ClientSession) { _ = cs.Close() }
 // go-sdk tells the end of a session only by returning from Wait, which
 // takes a goroutine. A stdio connection starts it once a read has failed
 // (strayTransport.readEnded: go-sdk ends a session only after its reads
-// end), so a live stdio server costs no goroutine for it.
+// end), and its watch itself starts only on a sign of the end
+// (startWatch), so a live stdio server costs no goroutine for either.
 func (c *connection) watch() {
 	defer close(c.done)
 	ended := make(chan error, 1)
@@ -186,6 +209,7 @@ func (c *connection) close(ctx context.Context, reason string) {
 		c.mu.Unlock()
 		c.cancel(fmt.Errorf("%w (%s)", errPlannedClose, reason))
 		close(c.closing)
+		c.startWatch()
 		closed := make(chan struct{})
 		go func() { closeSession(c.cs); close(closed) }()
 		if c.proc != nil {

@@ -1,11 +1,14 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -515,4 +518,48 @@ func TestFixtureCrashStatusQuotesLastStderr(t *testing.T) {
 	if st.State != StateFailed || !strings.Contains(st.Stderr, last) {
 		t.Fatalf("status after the crash: state %s, stderr %q", st.State, st.Stderr)
 	}
+}
+
+// TestStdioWatchStartsOnEnd: a connected stdio server costs no goroutine
+// of the runtime's (the connection's watch starts on the first sign of the
+// end), and an end it did not ask for is still handled: a crash in a call
+// ends the connection, the process is reaped and the server restarted.
+func TestStdioWatchStartsOnEnd(t *testing.T) {
+	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
+		return map[string]json.RawMessage{"fx": e.fixtureServer("fx", nil, "")}
+	}, Options{StartupGate: -1})
+	sess, _ := e.rt.OpenSession(t.Context(), SessionOptions{})
+	e.await(m(event.ServerConnected, "fx"))
+	if n := goroutinesIn(t, "host.(*connection).watch"); n != 0 {
+		t.Fatalf("%d connection watches run for a live stdio server, want 0", n)
+	}
+	if _, err := sess.CallTool(t.Context(), "mcp_fx_crash", nil); err == nil {
+		t.Fatal("the crash call succeeded")
+	}
+	e.await(m(event.ProcessExited, "fx", "planned", "false"))
+	e.await(m(event.RestartScheduled, "fx"))
+}
+
+// goroutinesIn counts the goroutines with fn in their stacks, once every
+// goroutine the runtime started (goRun) runs its function.
+func goroutinesIn(t *testing.T, fn string) int {
+	t.Helper()
+	var b bytes.Buffer
+	for {
+		b.Reset()
+		if err := pprof.Lookup("goroutine").WriteTo(&b, 2); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "[runnable]:\n"+"github.com/mcplife/mcplife/runtime/host.(*Runtime).goRun.func1()") {
+			break
+		}
+		runtime.Gosched() // a goroutine that has not started yet shows no frame of its function
+	}
+	n := 0
+	for stack := range strings.SplitSeq(b.String(), "\n\n") {
+		if strings.Contains(stack, fn+"(") {
+			n++
+		}
+	}
+	return n
 }

@@ -42,9 +42,42 @@ type strayTransport struct {
 	maxIncoming int
 	conn        atomic.Pointer[strayConn]
 	// readEnded is closed when a read of the connection fails, its end
-	// included (connect.go's endOnExit).
+	// included (connect.go's endOnExit); then afterEnd's functions are
+	// called (afterReadEnd).
 	readEnded chan struct{}
 	endOnce   sync.Once
+	endMu     sync.Mutex
+	afterEnd  []func()
+}
+
+// afterReadEnd arranges for f to be called once readEnded is closed: by
+// the reader that closes it, or at once by the caller when it is closed
+// already. f must not block.
+func (t *strayTransport) afterReadEnd(f func()) {
+	t.endMu.Lock()
+	select {
+	case <-t.readEnded:
+	default:
+		t.afterEnd = append(t.afterEnd, f)
+		t.endMu.Unlock()
+		return
+	}
+	t.endMu.Unlock()
+	f()
+}
+
+// endRead closes readEnded, once, and calls afterReadEnd's functions.
+func (t *strayTransport) endRead() {
+	t.endOnce.Do(func() {
+		t.endMu.Lock()
+		close(t.readEnded)
+		fs := t.afterEnd
+		t.afterEnd = nil
+		t.endMu.Unlock()
+		for _, f := range fs {
+			f()
+		}
+	})
 }
 
 // strayGuard wraps t to report stray replies of s, unless t is a
@@ -189,7 +222,7 @@ func (c *strayConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err != nil {
 		c.noteReadFailure(ctx, err)
 		if t := c.transport; t != nil && t.readEnded != nil {
-			t.endOnce.Do(func() { close(t.readEnded) })
+			t.endRead()
 		}
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {

@@ -182,6 +182,7 @@ type Process struct {
 	exit   ExitStatus    // written before done is closed
 
 	mu        sync.Mutex
+	afterDone []func()   // AfterDone's functions, until Done is closed
 	reaped    bool       // the child is (about to be) reaped: never signal pid or -pid again
 	claimed   bool       // Transport was called: the transport owns the stdout reader
 	stepMu    sync.Mutex // held while a Stop step is taken and announced
@@ -324,6 +325,33 @@ func (p *Process) StdoutErr() error { return p.guard.Err() }
 // Done is closed once the direct child has exited, its process group has
 // been killed, it has been reaped and its stderr drained.
 func (p *Process) Done() <-chan struct{} { return p.done }
+
+// AfterDone arranges for f to be called once Done is closed: by the
+// goroutine that closes it, or at once by the caller when Done is closed
+// already. f must not block. A host that watches many processes can so
+// wait for their ends without a goroutine each.
+func (p *Process) AfterDone(f func()) {
+	p.mu.Lock()
+	if !p.isDone() {
+		p.afterDone = append(p.afterDone, f)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	f()
+}
+
+// closeDone closes Done and calls AfterDone's functions.
+func (p *Process) closeDone() {
+	p.mu.Lock()
+	close(p.done)
+	fs := p.afterDone
+	p.afterDone = nil
+	p.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
 
 // Exit returns how the child ended. Before Done it returns a status with
 // Code -1 and Err ErrRunning.
@@ -496,7 +524,7 @@ func (p *Process) watchExit(w *watch) {
 	w.close()
 	p.stderr.Close()
 	p.exit = statusOf(p.cmd.ProcessState, err)
-	close(p.done)
+	p.closeDone()
 }
 
 // waitExit runs until the child is reaped; see the package documentation.
@@ -518,7 +546,7 @@ func (p *Process) waitExit(stderrDone <-chan struct{}) {
 	p.stderr.markExited()
 	<-stderrDone
 	p.exit = statusOf(p.cmd.ProcessState, err)
-	close(p.done)
+	p.closeDone()
 }
 
 func statusOf(ps *os.ProcessState, err error) ExitStatus {

@@ -114,3 +114,30 @@ func onlySpam(s string) bool {
 	}
 	return true
 }
+
+// TestAfterDone: a function given to AfterDone before the end is called
+// once Done is closed, and one given after it at once; each once.
+func TestAfterDone(t *testing.T) {
+	ctx := testCtx(t)
+	p := start(t, sh(`read line`), nil)
+	before := make(chan struct{})
+	p.AfterDone(func() {
+		select {
+		case <-p.Done():
+		default:
+			t.Error("AfterDone's function ran before Done was closed")
+		}
+		close(before)
+	})
+	p.stdin.Close()
+	select {
+	case <-before:
+	case <-ctx.Done():
+		t.Fatal("AfterDone's function was not called at Done")
+	}
+	calls := 0
+	p.AfterDone(func() { calls++ })
+	if calls != 1 {
+		t.Fatalf("AfterDone after Done called its function %d times, want 1 at once", calls)
+	}
+}
