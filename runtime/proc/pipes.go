@@ -57,6 +57,54 @@ func (r *drainReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// ReadParked is Read into the buffer buf returns, with idle called each
+// time the pipe is empty, before the read waits in the network poller:
+// the caller holds no buffer while its server is quiet (wire.Reader). buf
+// is called again once data is there.
+func (r *drainReader) ReadParked(buf func() []byte, idle func()) (int, error) {
+	r.mu.Lock()
+	exited, expired, left := r.exited, r.expired, r.left
+	r.mu.Unlock()
+	if exited && (expired || left <= 0 || pipeBuffered(r.f) <= 0) {
+		return 0, io.EOF
+	}
+	rc, err := r.f.SyscallConn()
+	if err != nil {
+		return r.Read(buf())
+	}
+	n, read := 0, false
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			p := buf()
+			if exited && len(p) > left {
+				p = p[:left]
+			}
+			m, err := syscall.Read(int(fd), p)
+			switch {
+			case err == syscall.EINTR:
+				continue
+			case err == syscall.EAGAIN:
+				idle()
+				return false
+			case err == nil && m > 0:
+				n, read = m, true
+			}
+			return true
+		}
+	})
+	if err != nil || !read {
+		// The end, a failure, a read deadline set at exit or a close:
+		// Read tells which, as it does for every reader.
+		return r.Read(buf())
+	}
+	r.mu.Lock()
+	if r.exited {
+		r.left -= n
+	}
+	r.mu.Unlock()
+	return n, nil
+}
+
 // markExited is called once the child has exited and its group was killed:
 // what the pipe holds now is what the reader may still read.
 func (r *drainReader) markExited() {

@@ -3,6 +3,7 @@ package proc
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,5 +140,49 @@ func TestAfterDone(t *testing.T) {
 	p.AfterDone(func() { calls++ })
 	if calls != 1 {
 		t.Fatalf("AfterDone after Done called its function %d times, want 1 at once", calls)
+	}
+}
+
+// TestReadParked: a parked read of stdout gives up its buffer (idle) while
+// the pipe is empty, takes a new one once data is there, reads what the
+// child wrote, and ends with io.EOF after the exit.
+func TestReadParked(t *testing.T) {
+	ctx := testCtx(t)
+	p := start(t, sh(`read line; echo hi`), nil)
+	bufs, idles := 0, make(chan struct{}, 1)
+	buf := func() []byte { bufs++; return make([]byte, 64) }
+	idle := func() {
+		select {
+		case idles <- struct{}{}:
+		default:
+		}
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var got []byte
+		var p2 []byte
+		n, err := p.stdout.ReadParked(func() []byte { p2 = buf(); return p2 }, idle)
+		got = append(got, p2[:n]...)
+		done <- result{got, err}
+	}()
+	select {
+	case <-idles: // the pipe is empty until the child reads its stdin
+	case <-ctx.Done():
+		t.Fatal("the read never gave up its buffer")
+	}
+	if _, err := p.stdin.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if string(r.b) != "hi\n" || r.err != nil || bufs < 2 {
+		t.Fatalf("ReadParked = %q, %v after %d buffers; want \"hi\\n\", nil after at least 2", r.b, r.err, bufs)
+	}
+	waitDone(t, ctx, p)
+	if n, err := p.stdout.ReadParked(buf, idle); n != 0 || err != io.EOF {
+		t.Fatalf("ReadParked after the exit = %d, %v; want 0, io.EOF", n, err)
 	}
 }

@@ -56,8 +56,8 @@ const DefaultMaxMessageBytes = 16 << 20
 const SampleBytes = 200
 
 // minBufSize and maxBufSize bound the Reader's own buffer (readbuf.Buffer:
-// an idle server's Reader holds it in a blocked Read for the life of the
-// connection).
+// a Reader over a plain io.Reader holds it in a blocked Read for as long
+// as its server is idle; over a parkedReader it holds none then).
 const (
 	minBufSize = 2 << 10
 	maxBufSize = 32 << 10
@@ -225,9 +225,34 @@ func (g *Reader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// parkedReader is a reader that can say when its next read would wait
+// (proc's pipes): ReadParked reads like Read into the buffer buf returns,
+// and calls idle each time nothing is there yet, before it waits.
+type parkedReader interface {
+	ReadParked(buf func() []byte, idle func()) (int, error)
+}
+
+// fill reads into the emptied buffer. From a parkedReader it holds no
+// buffer while the read waits: an idle server's Reader costs none.
 func (g *Reader) fill() {
-	g.buf = g.rbuf.Next(g.end)
-	m, err := g.r.Read(g.buf)
+	last := g.end
+	var m int
+	var err error
+	if pr, ok := g.r.(parkedReader); ok {
+		g.buf = nil
+		m, err = pr.ReadParked(func() []byte {
+			if g.buf == nil {
+				g.buf = g.rbuf.Next(last)
+			}
+			return g.buf
+		}, func() {
+			g.buf = nil
+			g.rbuf.Release()
+		})
+	} else {
+		g.buf = g.rbuf.Next(last)
+		m, err = g.r.Read(g.buf)
+	}
 	g.start, g.end = 0, m
 	if err != nil {
 		g.rerr = err

@@ -36,3 +36,21 @@ func TestNextKeepsOldSlice(t *testing.T) {
 		t.Errorf("resizing wrote into the previous buffer: %q", first)
 	}
 }
+
+// TestRelease: after Release the next buffer is new and of the released
+// one's size, with no resize decided from last; decisions resume after it.
+func TestRelease(t *testing.T) {
+	b := New(4, 16)
+	first := b.Next(0)
+	b.Release()
+	second := b.Next(4) // a full read would double, but this read is the released one's
+	if len(second) != 4 || &second[0] == &first[0] {
+		t.Fatalf("after Release: %d bytes, same slice %v; want a new slice of 4", len(second), &second[0] == &first[0])
+	}
+	if again := b.Next(0); &again[0] != &second[0] {
+		t.Fatal("Next without a resize gave a new slice")
+	}
+	if grown := b.Next(4); len(grown) != 8 {
+		t.Fatalf("a full read after the release: %d bytes, want 8", len(grown))
+	}
+}
