@@ -136,7 +136,15 @@ type Reader struct {
 	r    io.Reader
 	opts Options
 
-	rbuf       *readbuf.Buffer
+	rbuf *readbuf.Buffer
+	// parked is r when it is a parkedReader; parkedBuf and parkedIdle
+	// are the functions fill gives it (made once: a closure per read
+	// would be an allocation per message), parkedLast what the read
+	// before returned.
+	parked     parkedReader
+	parkedBuf  func() []byte
+	parkedIdle func()
+	parkedLast int
 	buf        []byte // rbuf's current buffer
 	start, end int
 	rerr       error // error of the underlying reader, returned once buf is empty
@@ -163,6 +171,9 @@ func NewReader(r io.Reader, opts Options) *Reader {
 	g := &Reader{r: r, opts: opts, rbuf: readbuf.New(minBufSize, maxBufSize), sample: make([]byte, 0, SampleBytes)}
 	if c, ok := r.(io.Closer); ok {
 		g.closer = c
+	}
+	if pr, ok := r.(parkedReader); ok {
+		g.parked, g.parkedBuf, g.parkedIdle = pr, g.parkBuf, g.parkIdle
 	}
 	return g
 }
@@ -235,28 +246,34 @@ type parkedReader interface {
 // fill reads into the emptied buffer. From a parkedReader it holds no
 // buffer while the read waits: an idle server's Reader costs none.
 func (g *Reader) fill() {
-	last := g.end
 	var m int
 	var err error
-	if pr, ok := g.r.(parkedReader); ok {
-		g.buf = nil
-		m, err = pr.ReadParked(func() []byte {
-			if g.buf == nil {
-				g.buf = g.rbuf.Next(last)
-			}
-			return g.buf
-		}, func() {
-			g.buf = nil
-			g.rbuf.Release()
-		})
+	if g.parked != nil {
+		g.buf, g.parkedLast = nil, g.end
+		m, err = g.parked.ReadParked(g.parkedBuf, g.parkedIdle)
 	} else {
-		g.buf = g.rbuf.Next(last)
+		g.buf = g.rbuf.Next(g.end)
 		m, err = g.r.Read(g.buf)
 	}
 	g.start, g.end = 0, m
 	if err != nil {
 		g.rerr = err
 	}
+}
+
+// parkBuf is the buffer of a parked read: the one sized for it, taken
+// once per read, or again after parkIdle released it.
+func (g *Reader) parkBuf() []byte {
+	if g.buf == nil {
+		g.buf = g.rbuf.Next(g.parkedLast)
+	}
+	return g.buf
+}
+
+// parkIdle releases the buffer while a parked read waits.
+func (g *Reader) parkIdle() {
+	g.buf = nil
+	g.rbuf.Release()
 }
 
 // scan moves bytes from the buffer into p (messages) or drops them (noise).
