@@ -133,7 +133,7 @@ func (rt *Runtime) connectTry(cctx context.Context, s *server, resolved *config.
 		// of at the connect timeout (endOnExit).
 		var readEnded <-chan struct{}
 		if stray != nil {
-			readEnded = stray.readEnded
+			readEnded = stray.readEnded.Done()
 		}
 		stop := endOnExit(p, readEnded, rt.clock, rt.stopGrace().Stdin, func() { tcancel(nil) })
 		defer stop()

@@ -78,7 +78,7 @@ func (c *connection) armWatch() {
 		c.startWatch()
 		return
 	}
-	c.stray.afterReadEnd(c.startWatch)
+	c.stray.readEnded.AfterFunc(c.startWatch)
 	c.proc.AfterDone(c.startWatch)
 }
 
@@ -116,7 +116,7 @@ func (c *connection) watch() {
 	}
 	var readEnded <-chan struct{}
 	if c.stray != nil {
-		readEnded = c.stray.readEnded
+		readEnded = c.stray.readEnded.Done()
 	} else {
 		startWait()
 	}

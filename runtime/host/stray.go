@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/runtime/event"
+	"github.com/mcplife/mcplife/runtime/internal/latch"
 	"github.com/mcplife/mcplife/runtime/wire"
 )
 
@@ -42,42 +43,8 @@ type strayTransport struct {
 	maxIncoming int
 	conn        atomic.Pointer[strayConn]
 	// readEnded is closed when a read of the connection fails, its end
-	// included (connect.go's endOnExit); then afterEnd's functions are
-	// called (afterReadEnd).
-	readEnded chan struct{}
-	endOnce   sync.Once
-	endMu     sync.Mutex
-	afterEnd  []func()
-}
-
-// afterReadEnd arranges for f to be called once readEnded is closed: by
-// the reader that closes it, or at once by the caller when it is closed
-// already. f must not block.
-func (t *strayTransport) afterReadEnd(f func()) {
-	t.endMu.Lock()
-	select {
-	case <-t.readEnded:
-	default:
-		t.afterEnd = append(t.afterEnd, f)
-		t.endMu.Unlock()
-		return
-	}
-	t.endMu.Unlock()
-	f()
-}
-
-// endRead closes readEnded, once, and calls afterReadEnd's functions.
-func (t *strayTransport) endRead() {
-	t.endOnce.Do(func() {
-		t.endMu.Lock()
-		close(t.readEnded)
-		fs := t.afterEnd
-		t.afterEnd = nil
-		t.endMu.Unlock()
-		for _, f := range fs {
-			f()
-		}
-	})
+	// included (connect.go's endOnExit; startWatch runs after it).
+	readEnded *latch.Latch
 }
 
 // strayGuard wraps t to report stray replies of s, unless t is a
@@ -86,7 +53,7 @@ func (s *server) strayGuard(t mcp.Transport) mcp.Transport {
 	if _, ok := t.(*mcp.StreamableClientTransport); ok {
 		return t
 	}
-	return &strayTransport{inner: t, maxIncoming: MaxServerRequests, readEnded: make(chan struct{}), report: func(id jsonrpc.ID, reason string, n int) {
+	return &strayTransport{inner: t, maxIncoming: MaxServerRequests, readEnded: latch.New(), report: func(id jsonrpc.ID, reason string, n int) {
 		// The 1st, 2nd, 4th, 8th... of each reason, like transport.noise.
 		if bits.OnesCount(uint(n)) == 1 {
 			s.emit(event.TransportStrayReply, event.String("id", idSample(id)), event.String("reason", reason), event.Int("replies", n))
@@ -222,7 +189,7 @@ func (c *strayConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err != nil {
 		c.noteReadFailure(ctx, err)
 		if t := c.transport; t != nil && t.readEnded != nil {
-			t.endRead()
+			t.readEnded.Close()
 		}
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {

@@ -228,23 +228,3 @@ func TestIDRingRemembersTheLatest(t *testing.T) {
 		t.Errorf("the ring lost an id it should hold")
 	}
 }
-
-// TestAfterReadEnd: a function given to afterReadEnd runs when a read of
-// the connection fails, once; one given after the end runs at once.
-func TestAfterReadEnd(t *testing.T) {
-	tr := &strayTransport{readEnded: make(chan struct{})}
-	calls := 0
-	tr.afterReadEnd(func() { calls++ })
-	if calls != 0 {
-		t.Fatal("called before the end")
-	}
-	tr.endRead()
-	tr.endRead()
-	if calls != 1 {
-		t.Fatalf("called %d times at the end, want 1", calls)
-	}
-	tr.afterReadEnd(func() { calls++ })
-	if calls != 2 {
-		t.Fatal("a function given after the end did not run at once")
-	}
-}

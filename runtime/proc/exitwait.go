@@ -31,29 +31,35 @@ func waitNoReap(pid int) error {
 	}
 	var waitErr error
 	polled := rc.Read(func(fd uintptr) bool {
-		for {
-			var info unix.Siginfo
-			err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
-			switch {
-			case errors.Is(err, unix.EINTR):
-				// Ask again now: the readiness that woke this call is
-				// not signalled a second time.
-				continue
-			case err != nil:
-				waitErr = err
-				return true
-			default:
-				// WNOHANG: a zero signal number means the child has not
-				// exited yet; the pidfd becomes readable when it does.
-				return info.Signo != 0
-			}
-		}
+		exited, err := pidfdExited(int(fd))
+		waitErr = err
+		return exited || err != nil
 	})
 	if polled != nil {
 		// The pidfd is not pollable here: wait the blocking way.
 		return waitNoReapBlocking(pid)
 	}
 	return waitErr
+}
+
+// pidfdExited reports whether the child of the pidfd fd has exited,
+// leaving it unreaped (waitid with WEXITED|WNOWAIT|WNOHANG).
+func pidfdExited(fd int) (bool, error) {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			// Ask again now: the readiness that woke the caller is not
+			// signalled a second time.
+			continue
+		case err != nil:
+			return false, err
+		}
+		// WNOHANG: a zero signal number means the child has not exited
+		// yet; the pidfd becomes readable when it does.
+		return info.Signo != 0, nil
+	}
 }
 
 // waitNoReapBlocking is waitNoReap in a blocking waitid call, which holds

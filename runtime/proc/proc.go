@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/runtime/clock"
+	"github.com/mcplife/mcplife/runtime/internal/latch"
 	"github.com/mcplife/mcplife/runtime/internal/readbuf"
 	"github.com/mcplife/mcplife/runtime/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -177,12 +178,11 @@ type Process struct {
 	stderr *drainReader
 	tail   *tailBuffer
 
-	done   chan struct{}
+	done   *latch.Latch  // closed with Done
 	waited chan struct{} // closed once cmd.Wait returned (before done)
 	exit   ExitStatus    // written before done is closed
 
 	mu        sync.Mutex
-	afterDone []func()   // AfterDone's functions, until Done is closed
 	reaped    bool       // the child is (about to be) reaped: never signal pid or -pid again
 	claimed   bool       // Transport was called: the transport owns the stdout reader
 	stepMu    sync.Mutex // held while a Stop step is taken and announced
@@ -273,7 +273,7 @@ func Start(spec Spec, c clock.Clock) (*Process, error) {
 		stdout: stdout,
 		stderr: &drainReader{f: errR},
 		tail:   newTailBuffer(limit),
-		done:   make(chan struct{}),
+		done:   latch.New(),
 		waited: make(chan struct{}),
 	}
 	wopts := wire.Options{MaxMessageBytes: max(maxLine, 0), OnNoise: spec.OnNoise, OnTooLarge: spec.OnTooLarge}
@@ -324,40 +324,19 @@ func (p *Process) StdoutErr() error { return p.guard.Err() }
 
 // Done is closed once the direct child has exited, its process group has
 // been killed, it has been reaped and its stderr drained.
-func (p *Process) Done() <-chan struct{} { return p.done }
+func (p *Process) Done() <-chan struct{} { return p.done.Done() }
 
 // AfterDone arranges for f to be called once Done is closed: by the
 // goroutine that closes it, or at once by the caller when Done is closed
 // already. f must not block. A host that watches many processes can so
 // wait for their ends without a goroutine each.
-func (p *Process) AfterDone(f func()) {
-	p.mu.Lock()
-	if !p.isDone() {
-		p.afterDone = append(p.afterDone, f)
-		p.mu.Unlock()
-		return
-	}
-	p.mu.Unlock()
-	f()
-}
-
-// closeDone closes Done and calls AfterDone's functions.
-func (p *Process) closeDone() {
-	p.mu.Lock()
-	close(p.done)
-	fs := p.afterDone
-	p.afterDone = nil
-	p.mu.Unlock()
-	for _, f := range fs {
-		f()
-	}
-}
+func (p *Process) AfterDone(f func()) { p.done.AfterFunc(f) }
 
 // Exit returns how the child ended. Before Done it returns a status with
 // Code -1 and Err ErrRunning.
 func (p *Process) Exit() ExitStatus {
 	select {
-	case <-p.done:
+	case <-p.done.Done():
 		return p.exit
 	default:
 		return ExitStatus{Code: -1, Err: ErrRunning}
@@ -417,7 +396,7 @@ func (p *Process) Stop(ctx context.Context, g Grace, observe StopObserver) ExitS
 
 func (p *Process) isDone() bool {
 	select {
-	case <-p.done:
+	case <-p.done.Done():
 		return true
 	default:
 		return false
@@ -444,7 +423,7 @@ func (p *Process) await(ctx context.Context, d time.Duration, take func() bool, 
 	p.stepMu.Unlock()
 	if t != nil {
 		select {
-		case <-p.done:
+		case <-p.done.Done():
 		case <-t.C():
 		case <-ctx.Done():
 		}
@@ -524,7 +503,7 @@ func (p *Process) watchExit(w *watch) {
 	w.close()
 	p.stderr.Close()
 	p.exit = statusOf(p.cmd.ProcessState, err)
-	p.closeDone()
+	p.done.Close()
 }
 
 // waitExit runs until the child is reaped; see the package documentation.
@@ -546,7 +525,7 @@ func (p *Process) waitExit(stderrDone <-chan struct{}) {
 	p.stderr.markExited()
 	<-stderrDone
 	p.exit = statusOf(p.cmd.ProcessState, err)
-	p.closeDone()
+	p.done.Close()
 }
 
 func statusOf(ps *os.ProcessState, err error) ExitStatus {

@@ -637,14 +637,7 @@ func TestEscapedGrandchildDoesNotHoldPipes(t *testing.T) {
 		t.Skip("no setsid")
 	}
 	ctx := testCtx(t)
-	dir := t.TempDir()
-	t.Cleanup(func() { // the escaped process is not ours to kill: do it here
-		if b, err := os.ReadFile(filepath.Join(dir, "pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
+	dir := escapedDir(t)
 	const script = `D=$1
 mkfifo "$D/fifo"
 setsid sh -c 'echo $$ > "$1/pid"; echo $$ > "$1/fifo"; exec sleep 1000' sh "$D" &
@@ -671,6 +664,22 @@ echo bye >&2`
 	if pgid, err := syscall.Getpgid(pid); err != nil || pgid == p.PID() {
 		t.Fatalf("escaped pid %d: pgid %d, %v", pid, pgid, err)
 	}
+}
+
+// escapedDir returns a directory where a test's escaped process writes
+// its pid (DIR/pid), and kills that process when the test ends: it left
+// the group, so no Stop reaches it.
+func escapedDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(filepath.Join(dir, "pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	return dir
 }
 
 func fixtureSpec(t *testing.T) Spec {

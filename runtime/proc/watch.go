@@ -96,15 +96,8 @@ func (w *watch) run(tail *tailBuffer) error {
 						w.endStderr()
 					}
 				case w.pidfd:
-					var info unix.Siginfo
-					err := unix.Waitid(unix.P_PIDFD, w.pidfd, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
-					switch {
-					case errors.Is(err, unix.EINTR):
-					case err != nil:
-						waitErr = err
-						return true
-					case info.Signo != 0:
-						exited = true
+					exited, waitErr = pidfdExited(w.pidfd)
+					if exited || waitErr != nil {
 						return true
 					}
 				}

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -77,14 +74,7 @@ func TestWatchStderrFloodDoesNotHideExit(t *testing.T) {
 		t.Skip("no setsid")
 	}
 	ctx := testCtx(t)
-	dir := t.TempDir()
-	t.Cleanup(func() { // the escaped process is not ours to kill: do it here
-		if b, err := os.ReadFile(filepath.Join(dir, "pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
+	dir := escapedDir(t)
 	const script = `D=$1
 mkfifo "$D/fifo"
 setsid sh -c 'echo $$ > "$1/pid"; yes spam | head -c 200000 >&2; echo $$ > "$1/fifo"; exec yes spam >&2' sh "$D" >/dev/null &
