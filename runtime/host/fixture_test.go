@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -562,4 +564,58 @@ func goroutinesIn(t *testing.T, fn string) int {
 		}
 	}
 	return n
+}
+
+// TestProbeStartedOnceItsBoundIsArmed: probe.started is emitted once the
+// probe's timeout is armed on the clock, so a harness that advances the
+// clock as soon as it hears of the probe advances the probe's bound too.
+// Emitted before, the bound could be armed after such an advance and wait
+// for one more (SHARED-RESTART-005 failed so once under load). The
+// logger sees each event in the goroutine that emits it, at that moment.
+func TestProbeStartedOnceItsBoundIsArmed(t *testing.T) {
+	seen := &pendingAtProbe{pending: make(chan []time.Duration, 2)}
+	e := newFixtureEnv(t, func(e *fixtureEnv) map[string]json.RawMessage {
+		seen.clock = e.clock
+		return map[string]json.RawMessage{"fx": e.fixtureServer("fx", map[string]string{
+			"MCP_FIXTURE_ERA": "legacy", "MCP_FIXTURE_BLOCK_EVENT_LOOP": "1", "MCP_FIXTURE_HANG_MS": "600000",
+		}, `"toolTimeout": 1000`)}
+	}, Options{Logger: slog.New(seen), ProbeTimeout: 3 * time.Second})
+	sess, _ := e.rt.OpenSession(t.Context(), SessionOptions{})
+	e.callAsync(sess, "mcp_fx_test", map[string]any{"text": "x"})
+	e.awaitJournal("fx", "hang-start", 1)
+	e.clock.Advance(time.Second)
+	for _, method := range []string{"ping", "tools/list"} {
+		e.await(m(event.ProbeStarted, "fx", "method", method))
+		var pending []time.Duration
+		select {
+		case pending = <-seen.pending:
+		case <-t.Context().Done():
+			t.Fatal("the logger never saw probe.started")
+		}
+		if !slices.Contains(pending, 3*time.Second) {
+			t.Fatalf("%s probe started with timers %v pending, want its 3s bound among them", method, pending)
+		}
+		e.clock.Advance(3 * time.Second)
+	}
+	e.await(m(event.ProbeFinished, "fx", "method", "tools/list", "healthy", "false"))
+}
+
+// pendingAtProbe is a slog handler that sends the clock's pending timers
+// when probe.started is logged.
+type pendingAtProbe struct {
+	clock   *clocktest.Fake
+	pending chan []time.Duration
+}
+
+func (h *pendingAtProbe) Enabled(context.Context, slog.Level) bool { return true }
+func (h *pendingAtProbe) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *pendingAtProbe) WithGroup(string) slog.Handler            { return h }
+func (h *pendingAtProbe) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == string(event.ProbeStarted) {
+		select {
+		case h.pending <- h.clock.Pending():
+		default: // a later probe: the test looks at the first two
+		}
+	}
+	return nil
 }

@@ -53,7 +53,6 @@ func (s *server) probe(ctx context.Context, c *connection) bool {
 func (s *server) runProbe(c *connection, pingless bool) bool {
 	timeout := s.rt.opts.ProbeTimeout
 	if !pingless {
-		s.emit(event.ProbeStarted, event.String("method", "ping"), event.Millis("timeout_ms", timeout))
 		err := s.probeRequest(c, "ping", timeout)
 		if err == nil {
 			s.emit(event.ProbeFinished, event.Bool("healthy", true), event.String("method", "ping"), event.String("error", ""))
@@ -68,7 +67,6 @@ func (s *server) runProbe(c *connection, pingless bool) bool {
 		}
 		s.emit(event.ProbeFinished, event.Bool("healthy", false), event.String("method", "ping"), event.Err(err))
 	}
-	s.emit(event.ProbeStarted, event.String("method", "tools/list"), event.Millis("timeout_ms", timeout))
 	err := s.probeRequest(c, "tools/list", timeout)
 	healthy := err == nil
 	if healthy && !pingless {
@@ -82,24 +80,33 @@ func (s *server) runProbe(c *connection, pingless bool) bool {
 }
 
 // probeRequest sends one probe request (method ping or tools/list) on c,
-// bounded by timeout. When it fails because the session of a remote
-// connection expired, it is sent once more, with the same bound, on the
-// session the runtime initialized in its place (retryProbe): an expired
-// session is no sign of an unhealthy server.
+// bounded by timeout, and emits probe.started once that bound is armed.
+// When it fails because the session of a remote connection expired, it
+// is sent once more, with the same bound, on the session the runtime
+// initialized in its place (retryProbe): an expired session is no sign of
+// an unhealthy server.
 func (s *server) probeRequest(c *connection, method string, timeout time.Duration) error {
-	err := s.probeSend(c, method, timeout)
+	err := s.probeSend(c, method, timeout, func() {
+		s.emit(event.ProbeStarted, event.String("method", method), event.Millis("timeout_ms", timeout))
+	})
 	if err != nil {
 		err = s.sessions.retryProbe(c, method, timeout, err, func(nc *connection) error {
-			return s.probeSend(nc, method, timeout)
+			return s.probeSend(nc, method, timeout, nil)
 		})
 	}
 	return err
 }
 
 // probeSend sends method on c, bounded by timeout on the runtime's clock.
-func (s *server) probeSend(c *connection, method string, timeout time.Duration) error {
+// started (may be nil) is called once the bound is armed: a harness that
+// drives the clock advances it as soon as it hears of the probe, and a
+// bound armed after that advance would wait for one more.
+func (s *server) probeSend(c *connection, method string, timeout time.Duration, started func()) error {
 	ctx, cancel := clock.WithTimeout(c.ctx, s.rt.clock, timeout, method)
 	defer cancel()
+	if started != nil {
+		started()
+	}
 	var err error
 	if method == "ping" {
 		err = c.cs.Ping(ctx, nil)
