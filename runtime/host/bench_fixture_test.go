@@ -105,7 +105,7 @@ func BenchmarkStartup50WarmCache(b *testing.B) {
 
 // BenchmarkMemoryPerStdioServer: what the runtime holds per connected
 // stdio server, after a GC: heap, goroutine stacks, goroutines and OS
-// threads (a thread blocked in a system call per server, as a blocking
+// threads, and what connecting it allocated on the way (alloc-bytes) (a thread blocked in a system call per server, as a blocking
 // waitid would be, costs its system stack too). Take one iteration per
 // process: Go keeps an OS thread once made, so a second iteration would
 // find the first one's threads idle and count none.
@@ -126,6 +126,7 @@ func BenchmarkMemoryPerStdioServer(b *testing.B) {
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "alloc-bytes/server")
 		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "heap-bytes/server")
 		b.ReportMetric(float64(int64(after.StackInuse)-int64(before.StackInuse))/n, "stack-bytes/server")
 		b.ReportMetric(float64(runtime.NumGoroutine()-goroutines)/n, "goroutines/server")

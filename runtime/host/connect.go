@@ -368,7 +368,7 @@ func (rt *Runtime) dial(ctx context.Context, s *server, r *config.Resolved, p **
 	}
 	switch s.cfg.EffectiveType() {
 	case config.Stdio:
-		pr, err := proc.Start(s.stdoutSpec(proc.Spec{Command: s.cfg.Command, Args: s.cfg.Args, Env: r.Env, Dir: s.cfg.Cwd}), rt.clock)
+		pr, err := proc.Start(s.stdoutSpec(proc.Spec{Command: s.cfg.Command, Args: s.cfg.Args, Env: r.Env, Dir: s.cfg.Cwd, Watcher: &rt.watcher}), rt.clock)
 		if err != nil {
 			return nil, err
 		}

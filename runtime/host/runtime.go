@@ -33,6 +33,9 @@ type Runtime struct {
 	wg         sync.WaitGroup
 	connectSem chan struct{}
 	connects   connectGauge
+	// watcher watches every stdio server's process: one goroutine for
+	// all of them (proc.Watcher).
+	watcher proc.Watcher
 
 	mu          sync.Mutex
 	cfg         *config.Result

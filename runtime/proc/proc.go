@@ -8,14 +8,15 @@
 //
 // # Exit detection
 //
-// The process's watch (watch.go, one goroutine parked in the network
-// poller) waits until the direct child has exited, without reaping it
-// (a pidfd; waitid with WNOWAIT where pidfds are missing). While the child is an unreaped zombie its pid
-// (which is also the process group id) cannot be reused, so the group can be
-// killed safely: the goroutine sends SIGKILL to the whole group (grandchildren
-// left behind by wrappers such as `npm exec` -> node, field failure 1), then
-// reaps the child with cmd.Wait and closes Done. After that no signal is ever
-// sent to the group id again.
+// The process's [Watcher] (watch.go: one goroutine for all the processes
+// it watches, parked in the network poller) tells when the direct child
+// has exited, without reaping it (a pidfd; waitid with WNOWAIT where
+// pidfds are missing). While the child is an unreaped zombie its pid
+// (which is also the process group id) cannot be reused, so the group can
+// be killed safely: a goroutine sends SIGKILL to the whole group
+// (grandchildren left behind by wrappers such as `npm exec` -> node, field
+// failure 1), then reaps the child with cmd.Wait and closes Done. After
+// that no signal is ever sent to the group id again.
 //
 // # Draining stdout and stderr after exit
 //
@@ -36,7 +37,7 @@
 //
 // Everything the child wrote before it exited is still readable, EOF arrives
 // without waiting on any clock, and nothing depends on the escaped process.
-// The watch drains stderr the same way, reading what the pipe holds; Done
+// The exit drains stderr the same way, reading what the pipe holds; Done
 // is closed only after the stderr tail has been drained, so
 // [Process.StderrTail] is complete once Done is.
 package proc
@@ -93,6 +94,10 @@ type Spec struct {
 	// stdout before go-sdk decodes it (wire.Options.Absorb), with the
 	// process it came from; returning true drops it.
 	Absorb func(p *Process, method string) bool
+	// Watcher, when set, watches the process together with the others it
+	// watches: one goroutine for all of them (see Watcher). Nil gives the
+	// process a Watcher of its own.
+	Watcher *Watcher
 }
 
 // Stop steps, as reported to a StopObserver.
@@ -281,9 +286,17 @@ func Start(spec Spec, c clock.Clock) (*Process, error) {
 		wopts.Absorb = func(method string) bool { return spec.Absorb(p, method) }
 	}
 	p.guard = wire.NewReader(stdout, wopts)
-	if w, err := newWatch(p.pid, errR); err == nil {
-		go p.watchExit(w)
-	} else {
+	wt := spec.Watcher
+	if wt == nil {
+		wt = new(Watcher)
+	}
+	w, err := newWatch(p, errR)
+	if err == nil {
+		if err = wt.add(w); err != nil {
+			w.close()
+		}
+	}
+	if err != nil {
 		stderrDone := make(chan struct{})
 		go p.copyStderr(stderrDone)
 		go p.waitExit(stderrDone)
@@ -481,18 +494,9 @@ func (p *Process) killGroup() {
 	}
 }
 
-// watchExit is the process's watch (watch.go): it copies stderr until the
-// child has exited, then kills the group, reaps the child and drains
-// stderr. When the watch cannot tell the exit, copyStderr and waitExit
-// take over.
-func (p *Process) watchExit(w *watch) {
-	if err := w.run(p.tail); err != nil {
-		w.close()
-		stderrDone := make(chan struct{})
-		go p.copyStderr(stderrDone)
-		p.waitExit(stderrDone)
-		return
-	}
+// exited finishes the process once its Watcher saw the child exit: it
+// kills the group, reaps the child and drains stderr.
+func (p *Process) exited(w *watch) {
 	// The child is an unreaped zombie: its pid, and with it the group id,
 	// stays ours while the group is killed.
 	p.killGroup()
@@ -504,6 +508,15 @@ func (p *Process) watchExit(w *watch) {
 	p.stderr.Close()
 	p.exit = statusOf(p.cmd.ProcessState, err)
 	p.done.Close()
+}
+
+// watchFailed hands the process over to copyStderr and waitExit: its
+// Watcher could not tell its exit.
+func (p *Process) watchFailed(w *watch) {
+	w.close()
+	stderrDone := make(chan struct{})
+	go p.copyStderr(stderrDone)
+	p.waitExit(stderrDone)
 }
 
 // waitExit runs until the child is reaped; see the package documentation.

@@ -3,33 +3,68 @@ package proc
 import (
 	"errors"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// A process has one goroutine of its own, its watch: it copies stderr into
-// the tail and waits for the child's exit, parked in Go's network poller on
-// an epoll instance of its own that holds the stderr pipe and a pidfd of
-// the child. A quiet server therefore costs one parked goroutine and no
-// read buffer, instead of a stderr reader holding its buffer in a blocked
-// Read and an exit waiter. Where the watch cannot be set up (pidfds came
-// with Linux 5.3), the two goroutines run instead (copyStderr, waitExit).
+// A Watcher watches processes: it copies each one's stderr into its tail
+// and notices when it has exited. All the processes of one Watcher share
+// one goroutine, parked in Go's network poller on one epoll instance that
+// holds each process's stderr pipe and a pidfd of it. A host with many
+// quiet servers therefore pays one parked goroutine for all of them, and
+// no read buffer, instead of a stderr reader holding its buffer in a
+// blocked Read and an exit waiter per server.
+//
+// The goroutine and the epoll instance exist while the Watcher watches a
+// process: the first process started with the Watcher creates them, and
+// they end once the last one has exited. A Watcher therefore needs no
+// Close; its zero value is ready to use, and it must not be copied after
+// first use. Where the watch cannot be set up (pidfds came with Linux
+// 5.3), each process gets the two goroutines of before (copyStderr,
+// waitExit) instead.
+type Watcher struct {
+	mu      sync.Mutex
+	set     *pollSet         // the epoll instance and its goroutine; nil while nothing is watched
+	watches map[int32]*watch // by id
+	next    int32            // the last id given
+}
 
-// stderrChunk bounds one read of stderr: the watch looks at the pidfd
-// again after each chunk, so a flood of stderr cannot hide the exit.
+// pollSet is one epoll instance of a Watcher, read by one goroutine (run).
+type pollSet struct {
+	ep   *os.File // in Go's network poller
+	epfd int      // its descriptor (ep.Fd would make it blocking)
+}
+
+// What an epoll event of a watch is about (EpollEvent.Pad; EpollEvent.Fd
+// holds the watch's id).
+const (
+	aboutExit   = 0 // the pidfd: the child may have exited
+	aboutStderr = 1 // the stderr pipe
+)
+
+// stderrChunk bounds one read of stderr: the watcher looks at the other
+// descriptors again after each chunk, so a flood of stderr hides neither
+// the child's exit nor any other process.
 const stderrChunk = 64 << 10
 
-// watch is the epoll instance of a process's watch.
+// eventBatch is how many ready descriptors one epoll_wait takes.
+const eventBatch = 32
+
+// watch is what a Watcher holds of one process. Once added, only the
+// Watcher's goroutine touches open and the epoll set; once removed (at the
+// child's exit), only the goroutine that finishes the process.
 type watch struct {
-	ep    *os.File // the epoll instance, in Go's network poller
-	epfd  int      // its descriptor (ep.Fd would make it blocking)
+	p     *Process
+	id    int32
 	pidfd int
 	errFd int  // the stderr pipe (p.stderr owns and closes it)
 	open  bool // stderr has not ended: errFd is in the epoll set
 }
 
-// newWatch sets up the watch of the child pid whose stderr pipe is stderr.
-func newWatch(pid int, stderr *os.File) (*watch, error) {
+// newWatch opens what the watch of the child pid whose stderr pipe is
+// stderr needs: a pidfd, and stderr's descriptor.
+func newWatch(p *Process, stderr *os.File) (*watch, error) {
 	rc, err := stderr.SyscallConn()
 	if err != nil {
 		return nil, err
@@ -38,44 +73,91 @@ func newWatch(pid int, stderr *os.File) (*watch, error) {
 	if err := rc.Control(func(fd uintptr) { errFd = int(fd) }); err != nil {
 		return nil, err
 	}
-	pidfd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	pidfd, err := unix.PidfdOpen(p.pid, unix.PIDFD_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
+	return &watch{p: p, pidfd: pidfd, errFd: errFd, open: true}, nil
+}
+
+// add starts watching w. It fails when no epoll instance can be set up or
+// w's descriptors cannot join it; w is then not watched.
+func (wt *Watcher) add(w *watch) error {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	set := wt.set
+	fresh := set == nil
+	if fresh {
+		var err error
+		if set, err = newPollSet(); err != nil {
+			return err
+		}
+	}
+	if wt.watches == nil {
+		wt.watches = make(map[int32]*watch)
+	}
+	for {
+		wt.next++
+		if wt.next <= 0 {
+			wt.next = 1
+		}
+		if wt.watches[wt.next] == nil {
+			break
+		}
+	}
+	w.id = wt.next
+	added := 0
+	for _, about := range []int32{aboutExit, aboutStderr} {
+		fd := w.pidfd
+		if about == aboutStderr {
+			fd = w.errFd
+		}
+		if err := unix.EpollCtl(set.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: w.id, Pad: about}); err != nil {
+			if added > 0 {
+				_ = unix.EpollCtl(set.epfd, unix.EPOLL_CTL_DEL, w.pidfd, nil)
+			}
+			if fresh {
+				set.ep.Close()
+			}
+			return err
+		}
+		added++
+	}
+	wt.watches[w.id] = w
+	if fresh {
+		wt.set = set
+		go wt.run(set)
+	}
+	return nil
+}
+
+// newPollSet creates an epoll instance in Go's network poller.
+func newPollSet() (*pollSet, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
-		unix.Close(pidfd)
-		return nil, err
-	}
-	fail := func(err error) (*watch, error) {
-		unix.Close(epfd)
-		unix.Close(pidfd)
 		return nil, err
 	}
 	// Nonblocking, so that os.NewFile puts it in the network poller.
 	if err := unix.SetNonblock(epfd, true); err != nil {
-		return fail(err)
+		unix.Close(epfd)
+		return nil, err
 	}
-	for _, fd := range []int{pidfd, errFd} {
-		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
-			return fail(err)
-		}
-	}
-	return &watch{ep: os.NewFile(uintptr(epfd), "epoll"), epfd: epfd, pidfd: pidfd, errFd: errFd, open: true}, nil
+	return &pollSet{ep: os.NewFile(uintptr(epfd), "epoll"), epfd: epfd}, nil
 }
 
-// run copies stderr into tail until the child has exited, which leaves
-// it an unreaped zombie. It returns an error when it could not tell: the
-// epoll instance is not in the network poller (errNotPollable), or a wait
-// failed.
-func (w *watch) run(tail *tailBuffer) error {
-	rc, err := w.ep.SyscallConn()
+// run is the Watcher's goroutine: it copies stderr and hands each exited
+// process over to a goroutine of its own (Process.exited) until set has
+// nothing left to watch. Should the epoll instance fail, every process it
+// watched falls back to the goroutines of before.
+func (wt *Watcher) run(set *pollSet) {
+	defer set.ep.Close()
+	rc, err := set.ep.SyscallConn()
 	if err != nil {
-		return errNotPollable
+		wt.fail(set)
+		return
 	}
-	exited := false
-	var events [2]unix.EpollEvent
-	var waitErr error
+	var events [eventBatch]unix.EpollEvent
+	failed := false
 	polled := rc.Read(func(epfd uintptr) bool {
 		for {
 			n, err := unix.EpollWait(int(epfd), events[:], 0)
@@ -83,40 +165,85 @@ func (w *watch) run(tail *tailBuffer) error {
 			case errors.Is(err, unix.EINTR):
 				continue
 			case err != nil:
-				waitErr = err
+				failed = true
 				return true
 			case n == 0:
-				// Nothing ready: park until the epoll instance is.
-				return false
+				// Nothing ready: park until something is, unless
+				// nothing is watched any more.
+				return wt.retire(set)
 			}
 			for _, ev := range events[:n] {
-				switch int(ev.Fd) {
-				case w.errFd:
-					if _, open := w.copyStderr(tail, stderrChunk); !open {
-						w.endStderr()
-					}
-				case w.pidfd:
-					exited, waitErr = pidfdExited(w.pidfd)
-					if exited || waitErr != nil {
-						return true
-					}
-				}
+				wt.handle(set, ev)
 			}
 		}
 	})
-	switch {
-	case polled != nil:
-		return errNotPollable
-	case waitErr != nil:
-		return waitErr
-	case !exited:
-		return errors.New("proc: the watch ended before the exit")
+	if polled != nil || failed {
+		wt.fail(set)
 	}
-	return nil
 }
 
-// errNotPollable: the watch's epoll instance is not in the network poller.
-var errNotPollable = errors.New("proc: the watch cannot be polled")
+// retire ends set when it watches nothing; it reports whether it did. The
+// next process added gets a new one.
+func (wt *Watcher) retire(set *pollSet) bool {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	if len(wt.watches) > 0 {
+		return false
+	}
+	wt.set = nil
+	return true
+}
+
+// handle takes one ready descriptor of set.
+func (wt *Watcher) handle(set *pollSet, ev unix.EpollEvent) {
+	wt.mu.Lock()
+	w := wt.watches[ev.Fd]
+	wt.mu.Unlock()
+	if w == nil {
+		// Removed earlier in the same batch.
+		return
+	}
+	switch ev.Pad {
+	case aboutStderr:
+		if _, open := w.copyStderr(w.p.tail, stderrChunk); !open && w.open {
+			w.open = false
+			_ = unix.EpollCtl(set.epfd, unix.EPOLL_CTL_DEL, w.errFd, nil)
+		}
+	case aboutExit:
+		exited, err := pidfdExited(w.pidfd)
+		if !exited && err == nil {
+			return
+		}
+		wt.remove(set, w)
+		if err != nil {
+			go w.p.watchFailed(w)
+			return
+		}
+		go w.p.exited(w)
+	}
+}
+
+// remove stops watching w.
+func (wt *Watcher) remove(set *pollSet, w *watch) {
+	_ = unix.EpollCtl(set.epfd, unix.EPOLL_CTL_DEL, w.pidfd, nil)
+	if w.open {
+		_ = unix.EpollCtl(set.epfd, unix.EPOLL_CTL_DEL, w.errFd, nil)
+	}
+	wt.mu.Lock()
+	delete(wt.watches, w.id)
+	wt.mu.Unlock()
+}
+
+// fail hands every process set watched over to the goroutines of before.
+func (wt *Watcher) fail(set *pollSet) {
+	wt.mu.Lock()
+	ws := wt.watches
+	wt.watches, wt.set = nil, nil
+	wt.mu.Unlock()
+	for _, w := range ws {
+		go w.p.watchFailed(w)
+	}
+}
 
 // copyStderr copies what stderr holds into tail, up to limit bytes. It
 // returns how many it copied and whether stderr is still open: false once
@@ -146,14 +273,6 @@ func (w *watch) copyStderr(tail *tailBuffer, limit int) (copied int, open bool) 
 	return copied, true
 }
 
-// endStderr takes the ended stderr out of the epoll set.
-func (w *watch) endStderr() {
-	if w.open {
-		w.open = false
-		_ = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, w.errFd, nil)
-	}
-}
-
 // drainStderr copies into tail what stderr holds once the child has exited
 // and its group was killed, and no more than that plus drainSlack (an
 // escaped writer may keep the pipe busy); see the package documentation.
@@ -171,9 +290,8 @@ func (w *watch) drainStderr(tail *tailBuffer) {
 	}
 }
 
-// close releases the epoll instance and the pidfd.
+// close releases the pidfd.
 func (w *watch) close() {
-	w.ep.Close()
 	unix.Close(w.pidfd)
 }
 

@@ -13,30 +13,112 @@ import (
 )
 
 // TestWatchOneGoroutine: a running process costs the package one goroutine,
-// its watch, which neither reads stderr in a blocked Read nor waits in
+// its Watcher's, which neither reads stderr in a blocked Read nor waits in
 // waitid; it is gone once Done is closed.
 func TestWatchOneGoroutine(t *testing.T) {
 	ctx := testCtx(t)
 	p := start(t, sh(`echo ready >&2; read line`), nil)
-	// The watch copied stderr: it runs.
-	for p.StderrTail() != "ready" {
+	awaitTail(t, ctx, p, "ready")
+	if n, other := packageGoroutines(t); n != 1 || other != "" {
+		t.Fatalf("%d watcher goroutines and %q, want one watcher and nothing else", n, other)
+	}
+	p.stdin.Close()
+	waitDone(t, ctx, p)
+	awaitWatchers(t, ctx, 0)
+}
+
+// TestWatcherSharedByProcesses: the processes of one Watcher share its
+// goroutine; each one's stderr reaches its own tail, each exit is told
+// apart, a process started after the goroutine ended gets a new one, and
+// the goroutine ends with the last process.
+func TestWatcherSharedByProcesses(t *testing.T) {
+	ctx := testCtx(t)
+	var wt Watcher
+	spec := func(name string) Spec {
+		s := sh(`echo "$1 up" >&2; read line; echo "$1 $line" >&2; exit 3`, name)
+		s.Watcher = &wt
+		return s
+	}
+	ps := []*Process{start(t, spec("a"), nil), start(t, spec("b"), nil), start(t, spec("c"), nil)}
+	for i, p := range ps {
+		awaitTail(t, ctx, p, string(rune('a'+i))+" up")
+	}
+	if n, other := packageGoroutines(t); n != 1 || other != "" {
+		t.Fatalf("%d watcher goroutines and %q for 3 processes, want one and nothing else", n, other)
+	}
+	// b exits first: a and c are still watched.
+	if _, err := ps[1].stdin.Write([]byte("bye\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, ctx, ps[1])
+	if got := ps[1].StderrTail(); got != "b up\nb bye" {
+		t.Errorf("b's tail = %q", got)
+	}
+	if st := ps[1].Exit(); st.Code != 3 {
+		t.Errorf("b's exit = %s, want exit status 3", st)
+	}
+	for _, p := range []*Process{ps[0], ps[2]} {
+		select {
+		case <-p.Done():
+			t.Fatalf("pid %d done with b", p.PID())
+		default:
+		}
+	}
+	for _, p := range []*Process{ps[0], ps[2]} {
+		if _, err := p.stdin.Write([]byte("bye\n")); err != nil {
+			t.Fatal(err)
+		}
+		waitDone(t, ctx, p)
+	}
+	if a, c := ps[0].StderrTail(), ps[2].StderrTail(); a != "a up\na bye" || c != "c up\nc bye" {
+		t.Errorf("tails = %q, %q", a, c)
+	}
+	awaitWatchers(t, ctx, 0)
+	// A new process brings the goroutine back, and takes it along.
+	d := start(t, spec("d"), nil)
+	awaitTail(t, ctx, d, "d up")
+	if n, _ := packageGoroutines(t); n != 1 {
+		t.Fatalf("%d watcher goroutines for a process started after the last ended, want 1", n)
+	}
+	d.stdin.Close()
+	waitDone(t, ctx, d)
+	awaitWatchers(t, ctx, 0)
+}
+
+// awaitTail waits until p's stderr tail is want.
+func awaitTail(t *testing.T, ctx context.Context, p *Process, want string) {
+	t.Helper()
+	for p.StderrTail() != want {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("stderr never copied: %v", context.Cause(ctx))
+			t.Fatalf("pid %d: stderr tail %q, want %q: %v", p.PID(), p.StderrTail(), want, context.Cause(ctx))
 		default:
 			runtime.Gosched()
 		}
 	}
-	if n, other := packageGoroutines(t); n != 1 || other != "" {
-		t.Fatalf("%d watch goroutines and %q, want one watch and nothing else", n, other)
-	}
-	p.stdin.Close()
-	waitDone(t, ctx, p)
 }
 
-// packageGoroutines counts the goroutines running watchExit and names the
+// awaitWatchers waits until n Watcher goroutines run. The goroutine ends
+// once it has handed the last exit over, on its own schedule.
+func awaitWatchers(t *testing.T, ctx context.Context, n int) {
+	t.Helper()
+	for {
+		got, other := packageGoroutines(t)
+		if got == n && other == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d watcher goroutines and %q, want %d: %v", got, other, n, context.Cause(ctx))
+		default:
+			runtime.Gosched()
+		}
+	}
+}
+
+// packageGoroutines counts the goroutines running a Watcher and names the
 // first goroutine found in copyStderr or waitExit.
-func packageGoroutines(t *testing.T) (watches int, other string) {
+func packageGoroutines(t *testing.T) (watchers int, other string) {
 	t.Helper()
 	var b bytes.Buffer
 	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
@@ -44,13 +126,13 @@ func packageGoroutines(t *testing.T) (watches int, other string) {
 	}
 	for stack := range strings.SplitSeq(b.String(), "\n\n") {
 		switch {
-		case strings.Contains(stack, "proc.(*Process).watchExit"):
-			watches += strings.Count(stack, "proc.(*Process).watchExit") * stackCount(stack)
+		case strings.Contains(stack, "proc.(*Watcher).run"):
+			watchers += stackCount(stack)
 		case strings.Contains(stack, "proc.(*Process).copyStderr"), strings.Contains(stack, "proc.(*Process).waitExit"):
 			other = stack
 		}
 	}
-	return watches, other
+	return watchers, other
 }
 
 // stackCount returns the number of goroutines of one stack of a goroutine
