@@ -142,14 +142,44 @@ func (d *driver) runtime() (*host.Runtime, error) {
 
 // shutdown closes the runtime (Handlers.Shutdown): Conn has cancelled
 // and waited for what was in flight and released held acquires.
+//
+// shutdown never waits on the virtual clock (DRIVER.md): once ctx, its
+// real-time bound, has ended, every wait the runtime arms on the driver's
+// fake clock runs out at once. The runtime's Close skips to SIGKILL when
+// ctx ends, but waits for the reap on its clock, which nobody advances
+// after shutdown.
 func (d *driver) shutdown(ctx context.Context) {
 	d.mu.Lock()
-	rt := d.rt
+	rt, fake := d.rt, d.fake
 	d.mu.Unlock()
-	if rt != nil {
-		if err := rt.Close(ctx); err != nil {
-			d.log.Warn("closing the runtime", "error", err)
+	if rt == nil {
+		return
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- rt.Close(ctx) }()
+	var err error
+	select {
+	case err = <-closed:
+	case <-ctx.Done():
+		if fake != nil {
+			done, stop := context.WithCancel(context.Background())
+			go runOutClock(done, fake)
+			err = <-closed
+			stop()
+		} else {
+			err = <-closed
 		}
+	}
+	if err != nil {
+		d.log.Warn("closing the runtime", "error", err)
+	}
+}
+
+// runOutClock fires every timer fake holds or gets, one deadline after
+// the other, until ctx ends.
+func runOutClock(ctx context.Context, fake *clocktest.Fake) {
+	for fake.WaitFor(ctx, func(pending []time.Duration) bool { return len(pending) > 0 }) == nil {
+		fake.AdvanceToNext()
 	}
 }
 

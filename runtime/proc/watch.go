@@ -25,9 +25,9 @@ import (
 // waitExit) instead.
 type Watcher struct {
 	mu      sync.Mutex
-	set     *pollSet         // the epoll instance and its goroutine; nil while nothing is watched
-	watches map[int32]*watch // by id
-	next    int32            // the last id given
+	set     *pollSet          // the epoll instance and its goroutine; nil while nothing is watched
+	watches map[uint32]*watch // by id
+	next    uint32            // the last id given (ids wrap around)
 }
 
 // pollSet is one epoll instance of a Watcher, read by one goroutine (run).
@@ -56,7 +56,7 @@ const eventBatch = 32
 // child's exit), only the goroutine that finishes the process.
 type watch struct {
 	p     *Process
-	id    int32
+	id    uint32
 	pidfd int
 	errFd int  // the stderr pipe (p.stderr owns and closes it)
 	open  bool // stderr has not ended: errFd is in the epoll set
@@ -94,13 +94,10 @@ func (wt *Watcher) add(w *watch) error {
 		}
 	}
 	if wt.watches == nil {
-		wt.watches = make(map[int32]*watch)
+		wt.watches = make(map[uint32]*watch)
 	}
 	for {
 		wt.next++
-		if wt.next <= 0 {
-			wt.next = 1
-		}
 		if wt.watches[wt.next] == nil {
 			break
 		}
@@ -112,7 +109,7 @@ func (wt *Watcher) add(w *watch) error {
 		if about == aboutStderr {
 			fd = w.errFd
 		}
-		if err := unix.EpollCtl(set.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: w.id, Pad: about}); err != nil {
+		if err := unix.EpollCtl(set.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(w.id), Pad: about}); err != nil {
 			if added > 0 {
 				_ = unix.EpollCtl(set.epfd, unix.EPOLL_CTL_DEL, w.pidfd, nil)
 			}
@@ -197,7 +194,7 @@ func (wt *Watcher) retire(set *pollSet) bool {
 // handle takes one ready descriptor of set.
 func (wt *Watcher) handle(set *pollSet, ev unix.EpollEvent) {
 	wt.mu.Lock()
-	w := wt.watches[ev.Fd]
+	w := wt.watches[uint32(ev.Fd)]
 	wt.mu.Unlock()
 	if w == nil {
 		// Removed earlier in the same batch.

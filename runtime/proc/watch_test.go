@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
+	"math"
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,4 +260,36 @@ func TestReadParked(t *testing.T) {
 	if n, err := p.stdout.ReadParked(buf, idle); n != 0 || err != io.EOF {
 		t.Fatalf("ReadParked after the exit = %d, %v; want 0, io.EOF", n, err)
 	}
+}
+
+// TestWatcherIDsWrap: the ids of a Watcher's processes wrap around after
+// the largest, skipping one still in use.
+func TestWatcherIDsWrap(t *testing.T) {
+	ctx := testCtx(t)
+	wt := Watcher{next: math.MaxUint32 - 1}
+	spec := sh(`echo up >&2; read line`)
+	spec.Watcher = &wt
+	first := start(t, spec, nil)
+	awaitTail(t, ctx, first, "up")
+	wt.mu.Lock()
+	ids := slices.Collect(maps.Keys(wt.watches))
+	wt.watches[0] = wt.watches[ids[0]] // 0 is taken: the next id is 1
+	wt.mu.Unlock()
+	if len(ids) != 1 || ids[0] != math.MaxUint32 {
+		t.Fatalf("ids %v, want [%d]", ids, uint32(math.MaxUint32))
+	}
+	second := start(t, spec, nil)
+	awaitTail(t, ctx, second, "up")
+	wt.mu.Lock()
+	delete(wt.watches, 0)
+	_, ok := wt.watches[1]
+	wt.mu.Unlock()
+	if !ok {
+		t.Fatalf("the id after %d with 0 taken is not 1", uint32(math.MaxUint32))
+	}
+	for _, p := range []*Process{first, second} {
+		p.stdin.Close()
+		waitDone(t, ctx, p)
+	}
+	awaitWatchers(t, ctx, 0)
 }
