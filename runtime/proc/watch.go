@@ -44,7 +44,7 @@ const (
 )
 
 // stderrChunk bounds one read of stderr: the watcher looks at the other
-// descriptors again after each chunk, so a flood of stderr hides neither
+// descriptors again after each read, so a flood of stderr hides neither
 // the child's exit nor any other process.
 const stderrChunk = 64 << 10
 
@@ -69,15 +69,14 @@ func newWatch(p *Process, stderr *os.File) (*watch, error) {
 	if err != nil {
 		return nil, err
 	}
-	errFd := -1
-	if err := rc.Control(func(fd uintptr) { errFd = int(fd) }); err != nil {
+	w := &watch{p: p, open: true}
+	if err := rc.Control(func(fd uintptr) { w.errFd = int(fd) }); err != nil {
 		return nil, err
 	}
-	pidfd, err := unix.PidfdOpen(p.pid, unix.PIDFD_NONBLOCK)
-	if err != nil {
+	if w.pidfd, err = unix.PidfdOpen(p.pid, unix.PIDFD_NONBLOCK); err != nil {
 		return nil, err
 	}
-	return &watch{p: p, pidfd: pidfd, errFd: errFd, open: true}, nil
+	return w, nil
 }
 
 // add starts watching w. It fails when no epoll instance can be set up or
@@ -202,7 +201,7 @@ func (wt *Watcher) handle(set *pollSet, ev unix.EpollEvent) {
 	}
 	switch ev.Pad {
 	case aboutStderr:
-		if _, open := w.copyStderr(w.p.tail, stderrChunk); !open && w.open {
+		if _, open := w.readStderr(w.p.tail, stderrChunk); !open && w.open {
 			w.open = false
 			_ = unix.EpollCtl(set.epfd, unix.EPOLL_CTL_DEL, w.errFd, nil)
 		}
@@ -242,32 +241,33 @@ func (wt *Watcher) fail(set *pollSet) {
 	}
 }
 
-// copyStderr copies what stderr holds into tail, up to limit bytes. It
-// returns how many it copied and whether stderr is still open: false once
-// every writer has gone (EOF) or a read failed.
-func (w *watch) copyStderr(tail *tailBuffer, limit int) (copied int, open bool) {
+// readStderr copies into tail what stderr holds, up to limit bytes, in
+// one read; the Watcher's epoll instance, level-triggered, tells again
+// while more is held. It returns how many bytes it copied and whether
+// stderr is still open: false once every writer has gone (EOF) or the
+// read failed.
+func (w *watch) readStderr(tail *tailBuffer, limit int) (copied int, open bool) {
+	// Read exactly what the pipe holds: no buffer outlives the read.
+	// Readable with nothing held is the end of the stream, which a read
+	// into probe confirms.
 	var probe [1]byte
-	for copied < limit {
-		// Read exactly what the pipe holds: no buffer outlives the read.
-		// Readable with nothing held is the end of the stream, which a
-		// read into probe confirms.
-		buf := probe[:]
-		if held := fdBuffered(w.errFd); held > 0 {
-			buf = make([]byte, min(held, limit-copied))
-		}
+	buf := probe[:]
+	if held := fdBuffered(w.errFd); held > 0 {
+		buf = make([]byte, min(held, limit))
+	}
+	for {
 		n, err := unix.Read(w.errFd, buf)
 		switch {
 		case n > 0:
 			tail.Write(buf[:n])
-			copied += n
+			return n, true
 		case errors.Is(err, unix.EINTR):
 		case errors.Is(err, unix.EAGAIN):
-			return copied, true
+			return 0, true
 		default:
-			return copied, false
+			return 0, false
 		}
 	}
-	return copied, true
 }
 
 // drainStderr copies into tail what stderr holds once the child has exited
@@ -279,7 +279,7 @@ func (w *watch) drainStderr(tail *tailBuffer) {
 	}
 	left := fdBuffered(w.errFd) + drainSlack
 	for left > 0 && fdBuffered(w.errFd) > 0 {
-		n, open := w.copyStderr(tail, min(left, stderrChunk))
+		n, open := w.readStderr(tail, min(left, stderrChunk))
 		left -= n
 		if !open || n == 0 {
 			return
