@@ -673,13 +673,52 @@ func escapedDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	t.Cleanup(func() {
-		if b, err := os.ReadFile(filepath.Join(dir, "pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
+		b, err := os.ReadFile(filepath.Join(dir, "pid"))
+		if err != nil {
+			return
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 {
+			return
+		}
+		// The escaped shell leads a session and a group of its own; a
+		// pipeline it ran may still have a member in it. Kill them all
+		// and wait, so the package's check of processes left behind
+		// does not race with the deliveries.
+		members := groupMembers(pid)
+		syscall.Kill(-pid, syscall.SIGKILL)
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		for _, m := range members {
+			if err := proctest.WaitGone(ctx, m); err != nil {
+				t.Error(err)
 			}
 		}
 	})
 	return dir
+}
+
+// groupMembers returns the pids of the processes of process group pgid.
+func groupMembers(pgid int) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces.
+		_, rest, ok := strings.Cut(string(b), ") ")
+		f := strings.Fields(rest)
+		if ok && len(f) > 2 && f[2] == strconv.Itoa(pgid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 func fixtureSpec(t *testing.T) Spec {
