@@ -163,12 +163,10 @@ func (d *driver) shutdown(ctx context.Context) {
 	case <-ctx.Done():
 		if fake != nil {
 			done, stop := context.WithCancel(context.Background())
+			defer stop()
 			go runOutClock(done, fake)
-			err = <-closed
-			stop()
-		} else {
-			err = <-closed
 		}
+		err = <-closed
 	}
 	if err != nil {
 		d.log.Warn("closing the runtime", "error", err)

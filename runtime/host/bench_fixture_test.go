@@ -105,10 +105,11 @@ func BenchmarkStartup50WarmCache(b *testing.B) {
 
 // BenchmarkMemoryPerStdioServer: what the runtime holds per connected
 // stdio server, after a GC: heap, goroutine stacks, goroutines and OS
-// threads, and what connecting it allocated on the way (alloc-bytes) (a thread blocked in a system call per server, as a blocking
-// waitid would be, costs its system stack too). Take one iteration per
-// process: Go keeps an OS thread once made, so a second iteration would
-// find the first one's threads idle and count none.
+// threads (a thread blocked in a system call per server, as a blocking
+// waitid would be, costs its system stack too); and what connecting it
+// allocated on the way (alloc-bytes). Take one iteration per process: Go
+// keeps an OS thread once made, so a second iteration would find the
+// first one's threads idle and count none.
 //
 //	go test -run '^$' -bench MemoryPerStdioServer -benchtime 1x -count 5 ./runtime/host/
 func BenchmarkMemoryPerStdioServer(b *testing.B) {
