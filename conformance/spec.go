@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/onsi/ginkgo/v2"
 )
@@ -182,4 +183,28 @@ func tailOf(s string, n int) string {
 		return s
 	}
 	return "..." + s[len(s)-n:]
+}
+
+// brokenRuneAt returns the byte offset of the first invalid UTF-8 sequence
+// or U+FFFD (what a decoder makes of one) in s, or -1 when s has neither.
+func brokenRuneAt(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			return i
+		}
+	}
+	return -1
+}
+
+// around returns about n bytes of s on each side of offset i, quoted, cut
+// where a character begins.
+func around(s string, i, n int) string {
+	lo, hi := max(0, i-n), min(len(s), i+n)
+	for lo > 0 && !utf8.RuneStart(s[lo]) {
+		lo--
+	}
+	for hi < len(s) && !utf8.RuneStart(s[hi]) {
+		hi++
+	}
+	return fmt.Sprintf("%q", s[lo:hi])
 }

@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -541,7 +542,7 @@ var _ = Spec(Requirement{
 
 var _ = Spec(Requirement{
 	ID: "CORE-STATUS-004", Level: Must, Profile: driver.ProfileCore, Area: "status", Eras: Both,
-	Statement: "An implementation MUST keep a bounded tail of a stdio server's stderr and, when a server that wrote more than it keeps fails to start, quote the last line the server wrote in the start report's error, in the status and in server.failed.",
+	Statement: "An implementation MUST keep a bounded tail of a stdio server's stderr and, when a server that wrote more than it keeps fails to start, quote the last line the server wrote in the start report's error, in the status and in server.failed, in whole characters: a tail of valid UTF-8 never begins inside a multi-byte character.",
 	Source:    Source{"field failure 15", "Startup failures reach only a log file, never the user. Needs: per-server errors in the status surface with the child's stderr tail"},
 }, func(h *H) {
 	const last = "fatal: lost the database at 10.0.0.7"
@@ -567,6 +568,17 @@ var _ = Spec(Requirement{
 	h.Verify(Response, strings.Contains(st.Error, last) || strings.Contains(st.Stderr, last), "the status quotes the last line", "error %q, stderr %q", tailOf(st.Error, 200), tailOf(st.Stderr, 200))
 	longest := max(len(rep.Errors["fx"]), len(evErr), len(evStderr), len(st.Error), len(st.Stderr))
 	h.Verify(Response, longest < flood/2, "each quotes a bounded tail, not the whole stream", "longest quote %d bytes of the %d written", longest, flood)
+	// The flood mixes characters of one to four bytes, so a tail of it
+	// most likely begins inside one: a tail must begin on a whole one.
+	quotes := map[string]string{"start report error": rep.Errors["fx"], "server.failed error": evErr, "server.failed stderr": evStderr, "status error": st.Error, "status stderr": st.Stderr}
+	broken := "none"
+	for _, name := range slices.Sorted(maps.Keys(quotes)) {
+		if i := brokenRuneAt(quotes[name]); i >= 0 {
+			broken = fmt.Sprintf("the %s has a broken character (U+FFFD or invalid UTF-8) at byte %d: %s", name, i, around(quotes[name], i, 24))
+			break
+		}
+	}
+	h.Verify(Response, broken == "none", "each quote is whole characters: the server wrote valid UTF-8 of one- to four-byte characters, and a tail begins on a character's first byte", "%s", broken)
 })
 
 var _ = Spec(Requirement{
@@ -750,3 +762,65 @@ var _ = Spec(Requirement{
 		h.fail("session.close did not return after the process was killed")
 	}
 })
+
+var _ = Spec(Requirement{
+	ID: "CORE-TEARDOWN-003", Level: Must, Profile: driver.ProfileCore, Area: "teardown", Needs: []driver.Capability{driver.CapSharedPool}, Eras: Both,
+	Statement: "An implementation MUST send the SIGTERM of stopping a stdio server to the server's whole process group, so that the processes the server spawned get their chance to end cleanly before the SIGKILL.",
+	Source:    Source{"field failure 1", "Orphaned server processes after the client exits, including whole generations of children left by wrappers. Needs: process groups, kill escalation, nothing left after Close"},
+}, func(h *H) {
+	h.Start(Setup{Servers: map[string]Server{
+		"fx": h.Fixture("fx", Knobs{"MCP_FIXTURE_IGNORE_STDIN_EOF": "1", "MCP_FIXTURE_IGNORE_SIGTERM": "1", "MCP_FIXTURE_SPAWN_CHILD": "1"}).With("shared", false),
+	}})
+	h.Open("main")
+	j := h.AwaitJournal("fx", "tools-list", 1)
+	pid, child := j.PIDs()[0], j.Last("child-started").Int("childPid")
+	h.Verify(Journal, child > 0 && h.Alive(child), "the server spawned a child in its process group, which journals the SIGTERM it gets and lives on", "child %d", child)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := h.awaitCtx()
+		defer cancel()
+		done <- h.c.CloseSession(ctx, "main")
+	}()
+	h.AwaitJournal("fx", "stdin-eof", 1)
+	if h.Virtual() {
+		h.Await(Ev(event.ProcessSignaled, "fx", "step", "stdin-closed"))
+		h.AdvanceToNext()
+	}
+	sig := h.AwaitJournal("fx", "signal", 1).Last("signal")
+	h.Verify(Journal, sig.Str("signal") == "SIGTERM" && sig.PID == pid, "the server got SIGTERM (and ignored it)", "signal %v", sig.Fields)
+	// The signal to the group reached the child too once the SIGTERM step
+	// is announced (virtual clock) or the server has journaled it (real
+	// clock): the child journals it at once, or the implementation goes
+	// idle without it (a child killed with its group before, on the real
+	// clock, journaled nothing).
+	if h.Virtual() {
+		h.Await(Ev(event.ProcessSignaled, "fx", "step", "SIGTERM"))
+	}
+	j = h.AwaitJournalFunc("fx", "the child's SIGTERM, or its end", func(j JournalEntries) bool {
+		return len(childSignals(j, child, "SIGTERM")) > 0 || !h.Alive(child)
+	})
+	h.Verify(Journal, len(childSignals(j, child, "SIGTERM")) > 0, "the child got the SIGTERM too", "the child's signals: %v (alive %v)", childSignals(j, child, ""), h.Alive(child))
+	if h.Virtual() {
+		h.AdvanceToNext()
+	}
+	h.Verify(Process, h.AwaitGone(pid), "then the server is killed", "pid %d", pid)
+	h.Verify(Process, h.AwaitGone(child), "and so is its child", "pid %d", child)
+	select {
+	case err := <-done:
+		h.must(err, "session.close")
+	case <-time.After(h.s.cfg.AwaitTimeout):
+		h.fail("session.close did not return after the process was killed")
+	}
+})
+
+// childSignals returns the signals of the child-signal entries the child
+// pid journaled, in order; with name set, only those of that signal.
+func childSignals(j JournalEntries, pid int, name string) []string {
+	var out []string
+	for _, e := range j.Of("child-signal") {
+		if e.PID == pid && (name == "" || e.Str("signal") == name) {
+			out = append(out, e.Str("signal"))
+		}
+	}
+	return out
+}
