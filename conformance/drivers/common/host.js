@@ -61,15 +61,32 @@ export function flattenContent(content) {
 
 /** Tail keeps the last max characters written to it (a server's stderr). */
 export class Tail {
+  /**
+   * Tail keeps the last max bytes a server wrote to stderr, as bytes: a
+   * flood costs a copy, not a UTF-8 decode per chunk, and a character split
+   * between chunks or by the cut is decoded whole or dropped, never turned
+   * into U+FFFD.
+   */
   constructor(max = 4096) {
     this.max = max;
-    this.buf = '';
+    this.bytes = Buffer.alloc(0);
+    this.cut = false; // older bytes were dropped
   }
   push(chunk) {
-    this.buf = (this.buf + chunk.toString()).slice(-this.max);
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    const all = this.bytes.length === 0 ? b : Buffer.concat([this.bytes, b]);
+    if (all.length > this.max) {
+      this.cut = true;
+      this.bytes = Buffer.from(all.subarray(all.length - this.max));
+    } else {
+      this.bytes = all === b ? Buffer.from(b) : all;
+    }
   }
   toString() {
-    return this.buf.trim();
+    let start = 0;
+    // A cut tail may begin inside a character: skip its continuation bytes.
+    while (this.cut && start < 3 && start < this.bytes.length && (this.bytes[start] & 0xc0) === 0x80) start++;
+    return this.bytes.subarray(start).toString('utf8').trim();
   }
 }
 

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcplife/mcplife/conformance/driver"
@@ -335,6 +336,7 @@ func flatten(res *mcp.CallToolResult) string {
 type tail struct {
 	mu  sync.Mutex
 	buf []byte
+	cut bool // older bytes were dropped
 }
 
 const tailMax = 4096
@@ -345,13 +347,20 @@ func (t *tail) Write(p []byte) (int, error) {
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > tailMax {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailMax:]...)
+		t.cut = true
 	}
 	return len(p), nil
 }
 
-// String returns the tail, trimmed and made valid UTF-8.
+// String returns the tail, trimmed and made valid UTF-8. A cut tail
+// begins at a character: the continuation bytes it starts with are
+// dropped, not shown as U+FFFD.
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return strings.ToValidUTF8(strings.TrimSpace(string(t.buf)), "\uFFFD")
+	b := t.buf
+	for i := 0; t.cut && i < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	return strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD")
 }

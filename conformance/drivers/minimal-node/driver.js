@@ -44,6 +44,13 @@ const expand = (s) =>
   s.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}/g, (ref, name, dflt, value) =>
     dflt !== undefined ? (env[name] || value) : (env[name] ?? ref));
 
+// tail keeps the last n UTF-16 code units of s, never half of a surrogate
+// pair (a character outside the BMP, such as most emoji).
+const tail = (s, n) => {
+  const t = s.slice(-n);
+  return /^[\uDC00-\uDFFF]/.test(t) ? t.slice(1) : t;
+};
+
 function start(params) {
   if (params.clock === 'virtual') startVirtualClock();
   options = params.options ?? {};
@@ -83,7 +90,8 @@ class GroupTransport {
     emit('process.started', name, { pid: child.pid, command });
     child.stdout.on('data', (chunk) => this.read(chunk));
     child.stdout.once('close', () => this.lost()); // the process ended or closed its stdout
-    child.stderr.on('data', (chunk) => (this.s.stderr = (this.s.stderr + chunk).slice(-2000)));
+    child.stderr.setEncoding('utf8'); // decodes a character split between chunks whole
+    child.stderr.on('data', (chunk) => (this.s.stderr = tail(this.s.stderr + chunk, 2000)));
     child.stdin.on('error', (err) => this.onerror?.(err)); // EPIPE: the server died
     child.once('exit', (code, signal) => {
       this.exited = true;
