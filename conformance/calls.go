@@ -75,6 +75,32 @@ func (h *H) CloseSession(session string) {
 	h.must(h.Client().CloseSession(ctx, session), "session.close")
 }
 
+// closeInBackground sends session.close without waiting for it, for a spec
+// that acts while the implementation stops the session's servers; the
+// channel gets its error.
+func (h *H) closeInBackground(session string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := h.awaitCtx()
+		defer cancel()
+		done <- h.c.CloseSession(ctx, session)
+	}()
+	return done
+}
+
+// awaitClosed fails the spec unless the session.close closeInBackground
+// sent returns without an error within the await bound (a passing close
+// has returned by the time its servers are gone).
+func (h *H) awaitClosed(done <-chan error) {
+	ginkgo.GinkgoHelper()
+	select {
+	case err := <-done:
+		h.must(err, "session.close")
+	case <-time.After(h.s.cfg.AwaitTimeout):
+		h.fail("session.close did not return after the process was killed")
+	}
+}
+
 // Tools lists a session's tools.
 func (h *H) Tools(session string) []driver.Tool {
 	ginkgo.GinkgoHelper()

@@ -549,10 +549,11 @@ var _ = Spec(Requirement{
 	const flood = 1 << 20
 	h.Start(Setup{Servers: map[string]Server{
 		"fx": h.Fixture("fx", Knobs{
-			"MCP_FIXTURE_STDERR_BYTES":   fmt.Sprint(flood),
-			"MCP_FIXTURE_STDERR_AT_EXIT": last,
-			"MCP_FIXTURE_EXIT_AFTER":     "initialize-request",
-			"MCP_FIXTURE_EXIT_CODE":      "3",
+			"MCP_FIXTURE_STDERR_BYTES":     fmt.Sprint(flood),
+			"MCP_FIXTURE_STDERR_MULTIBYTE": "1",
+			"MCP_FIXTURE_STDERR_AT_EXIT":   last,
+			"MCP_FIXTURE_EXIT_AFTER":       "initialize-request",
+			"MCP_FIXTURE_EXIT_CODE":        "3",
 		}).With("restart", "never"),
 	}})
 	rep := h.Open("main")
@@ -568,7 +569,7 @@ var _ = Spec(Requirement{
 	h.Verify(Response, strings.Contains(st.Error, last) || strings.Contains(st.Stderr, last), "the status quotes the last line", "error %q, stderr %q", tailOf(st.Error, 200), tailOf(st.Stderr, 200))
 	longest := max(len(rep.Errors["fx"]), len(evErr), len(evStderr), len(st.Error), len(st.Stderr))
 	h.Verify(Response, longest < flood/2, "each quotes a bounded tail, not the whole stream", "longest quote %d bytes of the %d written", longest, flood)
-	// The flood mixes characters of one to four bytes, so a tail of it
+	// The flood mixes characters of one, two and four bytes (MCP_FIXTURE_STDERR_MULTIBYTE), so a tail of it
 	// most likely begins inside one: a tail must begin on a whole one.
 	quotes := map[string]string{"start report error": rep.Errors["fx"], "server.failed error": evErr, "server.failed stderr": evStderr, "status error": st.Error, "status stderr": st.Stderr}
 	broken := "none"
@@ -733,12 +734,7 @@ var _ = Spec(Requirement{
 	}})
 	h.Open("main")
 	pid := h.AwaitJournal("fx", "tools-list", 1).PIDs()[0]
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := h.awaitCtx()
-		defer cancel()
-		done <- h.c.CloseSession(ctx, "main")
-	}()
+	done := h.closeInBackground("main")
 	eof := h.AwaitJournal("fx", "stdin-eof", 1).Last("stdin-eof")
 	h.Verify(Journal, eof.Bool("ignored"), "stdin was closed first (and ignored)", "stdin-eof %v", eof.Fields)
 	// The fixture may see EOF before the implementation has armed the
@@ -755,12 +751,7 @@ var _ = Spec(Requirement{
 		h.AdvanceToNext()
 	}
 	h.Verify(Process, h.AwaitGone(pid), "then the process is killed", "pid %d", pid)
-	select {
-	case err := <-done:
-		h.must(err, "session.close")
-	case <-time.After(h.s.cfg.AwaitTimeout):
-		h.fail("session.close did not return after the process was killed")
-	}
+	h.awaitClosed(done)
 })
 
 var _ = Spec(Requirement{
@@ -775,12 +766,7 @@ var _ = Spec(Requirement{
 	j := h.AwaitJournal("fx", "tools-list", 1)
 	pid, child := j.PIDs()[0], j.Last("child-started").Int("childPid")
 	h.Verify(Journal, child > 0 && h.Alive(child), "the server spawned a child in its process group, which journals the SIGTERM it gets and lives on", "child %d", child)
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := h.awaitCtx()
-		defer cancel()
-		done <- h.c.CloseSession(ctx, "main")
-	}()
+	done := h.closeInBackground("main")
 	h.AwaitJournal("fx", "stdin-eof", 1)
 	if h.Virtual() {
 		h.Await(Ev(event.ProcessSignaled, "fx", "step", "stdin-closed"))
@@ -805,12 +791,7 @@ var _ = Spec(Requirement{
 	}
 	h.Verify(Process, h.AwaitGone(pid), "then the server is killed", "pid %d", pid)
 	h.Verify(Process, h.AwaitGone(child), "and so is its child", "pid %d", child)
-	select {
-	case err := <-done:
-		h.must(err, "session.close")
-	case <-time.After(h.s.cfg.AwaitTimeout):
-		h.fail("session.close did not return after the process was killed")
-	}
+	h.awaitClosed(done)
 })
 
 // childSignals returns the signals of the child-signal entries the child

@@ -103,12 +103,7 @@ var _ = Spec(Requirement{
 	h.Start(Setup{Servers: map[string]Server{"fx": remoteServer(addr).With("shared", false)}})
 	h.Open("main")
 	h.AwaitJournal("fx", "tools-list", 1)
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := h.awaitCtx()
-		defer cancel()
-		done <- h.c.CloseSession(ctx, "main")
-	}()
+	done := h.closeInBackground("main")
 	h.AwaitJournal("fx", "delete-held", 1)
 	returned := func() bool { return len(done) > 0 }
 	if h.Virtual() {
