@@ -59,14 +59,12 @@ export function flattenContent(content) {
     .join('\n');
 }
 
-/** Tail keeps the last max characters written to it (a server's stderr). */
+/**
+ * Tail keeps the last max bytes a server wrote to stderr, as bytes: a flood
+ * costs a copy, not a UTF-8 decode per chunk, and a character split between
+ * chunks or by the cut is decoded whole or dropped, never turned into U+FFFD.
+ */
 export class Tail {
-  /**
-   * Tail keeps the last max bytes a server wrote to stderr, as bytes: a
-   * flood costs a copy, not a UTF-8 decode per chunk, and a character split
-   * between chunks or by the cut is decoded whole or dropped, never turned
-   * into U+FFFD.
-   */
   constructor(max = 4096) {
     this.max = max;
     this.bytes = Buffer.alloc(0);
