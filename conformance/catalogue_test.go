@@ -243,6 +243,20 @@ func TestVerdicts(t *testing.T) {
 		t.Errorf("verdict report: eras %v, %d verdicts, first %+v", v.Eras, len(v.Verdicts), v.Verdicts[0])
 	}
 
+	// A spec interrupted from outside has no verdict, whatever the
+	// baseline says of it, and fails the run as a whole.
+	interrupted := types.Report{SpecReports: types.SpecReports{
+		specReport("CORE-CONNECT-001@legacy", types.SpecStatePassed, ""),
+		specReport("CORE-NAMING-001@legacy", types.SpecStateInterrupted, "interrupted by user: await timed out"),
+	}}
+	ires := summarize(s, interrupted)
+	if o, _ := ires.Outcome("CORE-NAMING-001", driver.EraLegacy); o.Verdict != NotSelected || ires.OK || ires.Failed != 0 || ires.Expected != 0 || ires.Passed != 1 {
+		t.Errorf("interrupted spec: verdict %s, totals %+v", o.Verdict, ires)
+	}
+	if len(ires.SuiteFailures) != 1 || !strings.Contains(ires.SuiteFailures[0], "interrupted while CORE-NAMING-001@legacy ran") {
+		t.Errorf("interrupted run's suite failures: %q", ires.SuiteFailures)
+	}
+
 	// Without failures the run passes; an expected failure alone too.
 	s.cfg.Baseline = &Baseline{File: "b.txt", Reasons: map[string]string{"CORE-CONNECT-002": "known"}}
 	rep.SpecReports = rep.SpecReports[:3]

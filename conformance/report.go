@@ -341,6 +341,12 @@ func summarize(s *state, rep types.Report) *Result {
 					}
 				}
 				switch {
+				case sr.State == types.SpecStateInterrupted:
+					// Stopped from outside (a signal, a timeout around the
+					// run): what the spec saw says nothing of the
+					// implementation, so it gets no verdict, and the run
+					// fails as a whole.
+					res.SuiteFailures = append(res.SuiteFailures, fmt.Sprintf("the run was interrupted while %s ran: it has no verdict, and the requirements after it did not run", o.Key()))
 				case sr.State == types.SpecStatePassed:
 					o.Verdict = Passed
 				case sr.State.Is(types.SpecStateFailureStates):
