@@ -362,5 +362,15 @@ func (t *tail) String() string {
 	for i := 0; t.cut && i < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
 		b = b[1:]
 	}
+	// A read of the pipe may end inside a character whose other bytes
+	// are still on their way: leave that incomplete last one out.
+	for i := 1; i < utf8.UTFMax && i <= len(b); i++ {
+		if c := b[len(b)-i]; utf8.RuneStart(c) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				b = b[:len(b)-i]
+			}
+			break
+		}
+	}
 	return strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD")
 }
